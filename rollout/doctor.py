@@ -1,0 +1,150 @@
+"""`pairrl doctor`: what this machine offers the project, checked for real.
+
+Each check runs the real thing (imports the module, runs the binary, queries the daemon)
+and says what a missing piece disables. Nothing is guessed from environment names alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["Check", "run_checks"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One capability: whether it is available, what was found, what its absence disables."""
+
+    name: str
+    ok: bool
+    detail: str
+    disables: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        return 127, f"{cmd[0]} not found"
+    except subprocess.TimeoutExpired:
+        return 124, f"{' '.join(cmd)} timed out after {timeout:.0f}s"
+    return proc.returncode, (proc.stdout + proc.stderr).strip()
+
+
+def check_python() -> Check:
+    ok = sys.version_info[:2] == (3, 11)
+    return Check(
+        "python",
+        ok,
+        f"{platform.python_version()} at {sys.executable}",
+        "" if ok else "pairrl supports Python 3.11 only (its pinned stack is tested there)",
+    )
+
+
+def check_torch() -> list[Check]:
+    try:
+        import torch
+    except Exception as err:  # an import error is the finding itself
+        return [Check("torch", False, f"import failed: {err}", "everything that runs a model")]
+    cuda = torch.cuda.is_available()
+    checks = [
+        Check("torch", True, f"{torch.__version__} (CUDA build: {torch.version.cuda or 'none'})")
+    ]
+    if cuda:
+        names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        checks.append(Check("gpus", True, f"{len(names)}: " + ", ".join(names)))
+    else:
+        checks.append(
+            Check(
+                "gpus",
+                False,
+                "no CUDA device visible",
+                "bf16 training, vLLM engines, NCCL multi-GPU; CPU runs the tiny model only",
+            )
+        )
+    return checks
+
+
+def check_module(name: str, extra: str, disables: str) -> Check:
+    if importlib.util.find_spec(name) is None:
+        return Check(name, False, f"not installed (pip install -e '.[{extra}]')", disables)
+    try:
+        module = importlib.import_module(name)
+    except Exception as err:  # installed but broken (e.g. vLLM without CUDA)
+        return Check(name, False, f"installed but import failed: {err}", disables)
+    return Check(name, True, str(getattr(module, "__version__", "installed")))
+
+
+def check_bubblewrap() -> Check:
+    path = shutil.which("bwrap")
+    disables = "the sandboxed executor (only `isolation: process`, which gives up isolation)"
+    if path is None:
+        return Check(
+            "bubblewrap", False, "bwrap not on PATH (apt-get install bubblewrap)", disables
+        )
+    code, out = _run([path, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "true"])
+    if code != 0:
+        return Check("bubblewrap", False, f"{path} present but cannot sandbox: {out}", disables)
+    return Check("bubblewrap", True, f"{path} can create namespaces")
+
+
+def check_slurm() -> Check:
+    sbatch = shutil.which("sbatch")
+    disables = "`pairrl slurm` submission and the Slurm tests (rendering still works)"
+    if sbatch is None:
+        return Check("slurm", False, "sbatch not on PATH (apt-get install slurm-client)", disables)
+    code, out = _run(["scontrol", "ping"], timeout=5)
+    state = out.splitlines()[-1] if out else "no answer"
+    return Check("slurm", True, f"client at {sbatch}; controller: {state if code == 0 else 'down'}")
+
+
+def check_wandb() -> Check:
+    if importlib.util.find_spec("wandb") is None:
+        return Check("wandb", False, "not installed", "experiment tracking")
+    mode = os.environ.get("WANDB_MODE", "online (default)")
+    has_key = bool(os.environ.get("WANDB_API_KEY")) or _netrc_has("api.wandb.ai")
+    detail = f"mode {mode}; API key {'found' if has_key else 'not found'}"
+    if not has_key and not mode.startswith(("offline", "disabled")):
+        return Check("wandb", False, detail, "online sync (set WANDB_MODE=offline to log locally)")
+    return Check("wandb", True, detail)
+
+
+def _netrc_has(host: str) -> bool:
+    netrc = Path.home() / ".netrc"
+    return netrc.is_file() and host in netrc.read_text(errors="ignore")
+
+
+def check_disk(path: str | Path = ".") -> Check:
+    usage = shutil.disk_usage(path)
+    free_gb = usage.free / 2**30
+    ok = free_gb >= 10
+    return Check(
+        "disk",
+        ok,
+        f"{free_gb:.1f} GiB free at {Path(path).resolve()}",
+        ""
+        if ok
+        else "checkpoints of real models (a 4B checkpoint with optimizer state is ~50 GiB)",
+    )
+
+
+def run_checks() -> list[Check]:
+    """Run every check; never raises."""
+    checks = [check_python(), *check_torch()]
+    checks.append(check_module("transformers", "dev", "every model"))
+    checks.append(check_module("trl", "dev", "training"))
+    checks.append(check_module("vllm", "vllm", "vLLM engines (colocate, server, in-process)"))
+    checks.append(check_module("deepspeed", "deepspeed", "DeepSpeed ZeRO-2/3 configs"))
+    checks += [check_bubblewrap(), check_slurm(), check_wandb(), check_disk()]
+    return checks

@@ -1,0 +1,46 @@
+"""Shared test setup: quiet, offline, single-threaded; a tiny local model; the shared data."""
+
+from __future__ import annotations
+
+import os
+
+# Set before torch/transformers/wandb are imported by any test module: the machine is shared
+# (oversubscribed threads slow CPU steps tenfold) and nothing may reach a model hub.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["WANDB_MODE"] = "offline"
+os.environ.setdefault("WANDB_SILENT", "true")
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def shared_data_dir() -> Path:
+    """../shared/data beside the checkout; tests that need it skip when it is absent."""
+    if not (SHARED_DATA / "README.md").is_file():
+        pytest.skip(
+            f"shared benchmark data not found at {SHARED_DATA} (read-only, beside the repo)"
+        )
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny tokenizer + Qwen3-style model built locally once per test session (seed 0)."""
+    from rollout.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)

@@ -1,0 +1,41 @@
+"""Every YAML under configs/ parses against its schema (run configs) or accelerate's."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rollout.config import load_config
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+# `kind:` at the top of a run config names its schema.
+SCHEMAS = {"train": "train.config:TrainConfig", "eval": "eval.config:EvalConfig"}
+
+RUN_CONFIGS = sorted(p for p in CONFIG_DIR.glob("*.yaml"))
+ACCELERATE_CONFIGS = sorted((CONFIG_DIR / "accelerate").glob("*.yaml"))
+
+
+def _schema(kind: str) -> type:
+    module, _, name = SCHEMAS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("path", RUN_CONFIGS, ids=lambda p: p.name)
+def test_run_config_parses(path: Path) -> None:
+    text = path.read_text()
+    assert text.lstrip().startswith("#"), f"{path.name} must open with the command that launches it"
+    assert "pairrl" in text.splitlines()[0], f"{path.name}: first line should be the launch command"
+    kind = (yaml.safe_load(text) or {}).get("kind")
+    assert kind in SCHEMAS, f"{path.name}: top-level `kind` must be one of {sorted(SCHEMAS)}"
+    load_config(path, _schema(kind))
+
+
+@pytest.mark.parametrize("path", ACCELERATE_CONFIGS, ids=lambda p: p.name)
+def test_accelerate_config_parses(path: Path) -> None:
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    config = ClusterConfig.from_yaml_file(path)
+    assert config.num_processes >= 1

@@ -1,0 +1,303 @@
+"""OpenAI-compatible HTTP sampler (vLLM, SGLang, ``rollout.serve``) on plain httpx.
+
+No SDK: the OpenAI SDK retries silently, which multiplies a slow request and hides
+failures. Here timeouts are explicit (connect and read), retries are bounded, counted and
+only for failures that can pass (transport errors, timeouts, HTTP 408/429/5xx), and every
+failure comes back as a :class:`SamplerError` with its reason, never as a default value.
+
+Chat prompts go to ``/chat/completions``; raw text prompts to ``/completions``. A chat
+prompt ending in an assistant message is continued with vLLM's ``continue_final_message``
+extension (also understood by SGLang and ``rollout.serve``). With ``vllm_extensions`` on
+(the default) the request also asks for ``return_token_ids`` so completions carry token
+ids; servers that ignore it give completions with empty ``token_ids``. Turn it off for
+servers that reject unknown fields (the OpenAI API itself).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from rollout.samplers.base import (
+    MAX_TOP_LOGPROBS,
+    Completion,
+    Prompt,
+    SamplerError,
+    SamplingParams,
+    is_continuation,
+    logaddexp,
+    prompt_seed,
+    validate_prompts,
+)
+
+_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class MalformedResponse(ValueError):
+    """A 2xx body that does not follow the OpenAI response schema."""
+
+
+class OpenAISampler:
+    """A :class:`~rollout.samplers.base.Sampler` talking to an OpenAI-compatible server.
+
+    ``base_url`` ends in ``/v1`` (e.g. ``http://localhost:8000/v1``). One request is made
+    per prompt (with ``n`` choices), up to ``max_concurrency`` at a time.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 600.0,
+        max_retries: int = 2,
+        *,
+        api_key: str | None = None,
+        retry_backoff_s: float = 1.0,
+        max_concurrency: int = 32,
+        vllm_extensions: bool = True,
+    ) -> None:
+        if connect_timeout <= 0 or read_timeout <= 0:
+            raise ValueError("connect_timeout and read_timeout must be > 0")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.max_retries = max_retries
+        self.retry_backoff_s = retry_backoff_s
+        self.max_concurrency = max_concurrency
+        self.vllm_extensions = vllm_extensions
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+            transport=httpx.HTTPTransport(retries=0),  # our retries only
+            headers=headers,
+            limits=httpx.Limits(max_connections=max_concurrency),
+        )
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAISampler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- transport -------------------------------------------------------------------------
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any] | SamplerError:
+        """POST with bounded retries; the parsed JSON body or the last failure's reason."""
+        url = f"{self.base_url}{path}"
+        attempts = self.max_retries + 1
+        error: SamplerError | None = None
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
+            try:
+                response = self._client.post(url, json=body)
+            except httpx.TimeoutException as exc:
+                error = SamplerError("timeout", f"{type(exc).__name__} on {url}: {exc}")
+                continue
+            except httpx.TransportError as exc:
+                error = SamplerError("transport", f"{type(exc).__name__} on {url}: {exc}")
+                continue
+            if response.status_code != 200:
+                error = SamplerError(
+                    "http_status", f"HTTP {response.status_code} from {url}: {response.text[:300]}"
+                )
+                if response.status_code in _RETRYABLE_STATUS:
+                    continue
+                return error
+            try:
+                data = response.json()
+            except ValueError:
+                return SamplerError(
+                    "malformed_response", f"non-JSON body from {url}: {response.text[:200]!r}"
+                )
+            if not isinstance(data, dict):
+                return SamplerError("malformed_response", f"JSON body from {url} is not an object")
+            return data
+        assert error is not None
+        return SamplerError(error.kind, f"{error.reason} (after {attempts} attempt(s))")
+
+    def _map(self, fn: Any, items: Sequence[Any]) -> list[Any]:
+        if len(items) <= 1:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(min(self.max_concurrency, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+    # ---- requests --------------------------------------------------------------------------
+
+    def _body(self, prompt: Prompt) -> tuple[str, dict[str, Any]]:
+        if isinstance(prompt, str):
+            return "/completions", {"model": self.model, "prompt": prompt}
+        body: dict[str, Any] = {"model": self.model, "messages": prompt}
+        if is_continuation(prompt):
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
+        return "/chat/completions", body
+
+    def generate(
+        self, prompts: Sequence[Prompt], n: int, sampling: SamplingParams
+    ) -> list[list[Completion]]:
+        """``n`` completions per prompt; a failed request gives ``n`` error completions."""
+        validate_prompts(prompts)
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        jobs = [
+            (p, None if sampling.seed is None else prompt_seed(sampling.seed, i))
+            for i, p in enumerate(prompts)
+        ]
+        return self._map(lambda job: self._generate_one(job[0], n, sampling, job[1]), jobs)
+
+    def _generate_one(
+        self, prompt: Prompt, n: int, sampling: SamplingParams, seed: int | None
+    ) -> list[Completion]:
+        path, body = self._body(prompt)
+        body.update(
+            n=n,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_tokens,
+        )
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        if seed is not None:
+            body["seed"] = seed
+        if path == "/completions":
+            body["logprobs"] = sampling.top_logprobs
+        else:
+            body["logprobs"] = True
+            body["top_logprobs"] = sampling.top_logprobs
+        if self.vllm_extensions:
+            body["return_token_ids"] = True
+        data = self.post(path, body)
+        if isinstance(data, SamplerError):
+            return [Completion.failed(data) for _ in range(n)]
+        try:
+            choices = _choices(data, n)
+            parse = _chat_completion if path == "/chat/completions" else _text_completion
+            return [parse(choice, sampling.top_logprobs) for choice in choices]
+        except (MalformedResponse, KeyError, TypeError, ValueError) as exc:
+            error = SamplerError("malformed_response", f"{path}: {type(exc).__name__}: {exc}")
+            return [Completion.failed(error) for _ in range(n)]
+
+    def next_token_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str]
+    ) -> list[dict[str, float] | SamplerError]:
+        """Candidates among the server's top-20 next tokens (greedy one-token request)."""
+        validate_prompts(prompts)
+        wanted = set(candidates)
+        return self._map(lambda p: self._score_one(p, wanted), list(prompts))
+
+    def _score_one(self, prompt: Prompt, wanted: set[str]) -> dict[str, float] | SamplerError:
+        path, body = self._body(prompt)
+        body.update(n=1, temperature=0.0, max_tokens=1)
+        if path == "/completions":
+            body["logprobs"] = MAX_TOP_LOGPROBS
+        else:
+            body["logprobs"] = True
+            body["top_logprobs"] = MAX_TOP_LOGPROBS
+        data = self.post(path, body)
+        if isinstance(data, SamplerError):
+            return data
+        try:
+            (choice,) = _choices(data, 1)
+            if path == "/completions":
+                tops = _text_completion(choice, MAX_TOP_LOGPROBS).top_logprobs
+            else:
+                tops = _chat_completion(choice, MAX_TOP_LOGPROBS).top_logprobs
+            if not tops:
+                raise MalformedResponse("no top logprobs for the first token")
+        except (MalformedResponse, KeyError, TypeError, ValueError) as exc:
+            return SamplerError("malformed_response", f"{path}: {type(exc).__name__}: {exc}")
+        return {token: logprob for token, logprob in tops[0].items() if token in wanted}
+
+
+# ---- response parsing (pure functions; raise MalformedResponse / KeyError / TypeError) -----
+
+
+def _choices(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    choices = data["choices"]
+    if not isinstance(choices, list) or len(choices) != n:
+        got = len(choices) if isinstance(choices, list) else type(choices).__name__
+        raise MalformedResponse(f"expected {n} choices, got {got}")
+    return sorted(choices, key=lambda c: int(c["index"]))
+
+
+def _finish(choice: dict[str, Any]) -> tuple[str, str | None]:
+    reason = choice["finish_reason"]
+    if reason not in ("stop", "length"):
+        raise MalformedResponse(f"finish_reason {reason!r} is neither 'stop' nor 'length'")
+    stop_reason = choice.get("stop_reason")
+    return reason, stop_reason if isinstance(stop_reason, str) else None
+
+
+def _merge(pairs: Sequence[tuple[str, float]]) -> dict[str, float]:
+    merged: dict[str, float] = {}
+    for token, logprob in pairs:
+        value = float(logprob)
+        merged[token] = logaddexp(merged[token], value) if token in merged else value
+    return merged
+
+
+def _require_tops(tops: list[dict[str, float]], text: str) -> None:
+    if text and not tops:
+        raise MalformedResponse("top_logprobs were requested but the response has none")
+
+
+def _token_ids(choice: dict[str, Any]) -> list[int]:
+    ids = choice.get("token_ids") or []
+    if not all(isinstance(i, int) for i in ids):
+        raise MalformedResponse("token_ids must be integers")
+    return list(ids)
+
+
+def _chat_completion(choice: dict[str, Any], top_k: int) -> Completion:
+    finish, matched = _finish(choice)
+    content = choice["message"]["content"]
+    if not isinstance(content, str):
+        raise MalformedResponse(f"message.content is {type(content).__name__}, not str")
+    entries = (choice.get("logprobs") or {}).get("content") or []
+    logprobs = [float(e["logprob"]) for e in entries]
+    tops = None
+    if top_k:
+        tops = [_merge([(t["token"], t["logprob"]) for t in e["top_logprobs"]]) for e in entries]
+        _require_tops(tops, content)
+    return Completion(
+        text=content,
+        token_ids=_token_ids(choice),
+        logprobs=logprobs,
+        finish_reason=finish,  # type: ignore[arg-type]
+        matched_stop=matched,
+        top_logprobs=tops,
+    )
+
+
+def _text_completion(choice: dict[str, Any], top_k: int) -> Completion:
+    finish, matched = _finish(choice)
+    text = choice["text"]
+    if not isinstance(text, str):
+        raise MalformedResponse(f"text is {type(text).__name__}, not str")
+    block = choice.get("logprobs") or {}
+    logprobs = [float(x) for x in block.get("token_logprobs") or []]
+    tops = None
+    if top_k:
+        tops = [_merge(list((top or {}).items())) for top in block.get("top_logprobs") or []]
+        _require_tops(tops, text)
+    return Completion(
+        text=text,
+        token_ids=_token_ids(choice),
+        logprobs=logprobs,
+        finish_reason=finish,  # type: ignore[arg-type]
+        matched_stop=matched,
+        top_logprobs=tops,
+    )

@@ -1,0 +1,251 @@
+"""``pairrl select``: rank one problem's candidates with a model as pairwise judge.
+
+Candidates come from a JSONL file (one per row: a JSON string, or an object with one of
+``text`` / ``completion`` / ``solution`` / ``code`` and an optional ``id``) and/or from
+files given as arguments (one candidate per file). The judge is a local model
+(``--judge-model``, HF transformers) or an OpenAI-compatible server (``--endpoint``).
+The output is the ranking with mu and mean rating, the comparisons made, and every failed
+comparison with its reason. With no successful comparison there is no winner: the command
+says why and exits with status 1, never printing a ranking made of failures.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+SCHEDULES: tuple[str, ...] = ("swiss", "halving", "all-pairs", "random")
+_TOURNAMENT_FUNCTIONS = {
+    "swiss": "swiss_tournament",
+    "halving": "sequential_halving_tournament",  # ours: aimed at finding the best
+    "all-pairs": "all_pairs_tournament",
+    "random": "random_pairing_tournament",
+}
+_TEXT_KEYS = ("text", "completion", "solution", "code")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate solution and where it came from."""
+
+    candidate_id: str
+    text: str
+
+
+class CandidateError(ValueError):
+    """A candidate source that cannot be read; the message names the file and row."""
+
+
+def load_candidates(jsonl: Path | None, files: list[Path]) -> list[Candidate]:
+    """Candidates from a JSONL file (in row order) followed by the given files."""
+    candidates: list[Candidate] = []
+    if jsonl is not None:
+        try:
+            lines = jsonl.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise CandidateError(f"{jsonl}: cannot read ({exc})") from exc
+        for row, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CandidateError(f"{jsonl} row {row}: not JSON ({exc.msg})") from exc
+            candidates.append(_candidate_from_row(value, jsonl, row))
+    for path in files:
+        try:
+            candidates.append(Candidate(str(path), path.read_text(encoding="utf-8")))
+        except OSError as exc:
+            raise CandidateError(f"{path}: cannot read ({exc})") from exc
+    return candidates
+
+
+def _candidate_from_row(value: Any, path: Path, row: int) -> Candidate:
+    if isinstance(value, str):
+        return Candidate(f"{path.name}:{row}", value)
+    if isinstance(value, dict):
+        keys = [k for k in _TEXT_KEYS if isinstance(value.get(k), str)]
+        if keys:
+            return Candidate(str(value.get("id", f"{path.name}:{row}")), value[keys[0]])
+    raise CandidateError(
+        f"{path} row {row}: expected a JSON string or an object with one of "
+        f"{list(_TEXT_KEYS)} as a string"
+    )
+
+
+def run_selection(
+    judge: Any,
+    problem: str,
+    candidates: list[Candidate],
+    *,
+    schedule: str,
+    budget: int | None,
+    domain: str,
+    seed: int,
+) -> tuple[Any, Any]:
+    """Run the tournament; returns (TournamentResult, TournamentJudge with failure reasons)."""
+    from rollout import tournament
+    from rollout.judges import TournamentJudge
+    from rollout.prompts import solution_for_judge
+
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule {schedule!r} unknown; allowed: {list(SCHEDULES)}")
+    shown = [solution_for_judge(c.text, domain) for c in candidates]  # type: ignore[arg-type]
+    judge_pairs = TournamentJudge(judge, problem, shown)
+    run = getattr(tournament, _TOURNAMENT_FUNCTIONS[schedule])
+    n = len(candidates)
+    result = run(n, judge_pairs, 2 * n if budget is None else budget, seed=seed)
+    return result, judge_pairs
+
+
+def _fmt(x: float) -> str:
+    return "-" if x != x else f"{x:.3f}"  # nan (no evidence) shows as '-'
+
+
+def _print_report(result: Any, judge_pairs: Any, candidates: list[Candidate]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"pairrl select: {result.schedule}, budget {result.budget}")
+    for column in ("rank", "candidate", "mu", "mean rating", "judged"):
+        table.add_column(column)
+    for rank, index in enumerate(result.ranking, start=1):
+        table.add_row(
+            str(rank),
+            escape(f"[{index}] {candidates[index].candidate_id}"),
+            _fmt(result.mu[index]),
+            _fmt(result.mean_rating[index]),
+            str(result.degree[index]),
+        )
+    console.print(table)
+    console.print(
+        f"comparisons sent {result.num_comparisons}, judged {result.num_judged}, "
+        f"failed {result.num_failed}, rounds {result.rounds}, judge calls {judge_pairs.calls}"
+    )
+    for comparison in result.comparisons:
+        ratings = "FAILED" if comparison.ratings is None else f"{comparison.ratings}"
+        console.print(
+            f"  round {comparison.round_index}: {comparison.a} vs {comparison.b} -> {ratings}"
+        )
+    for (a, b), reason in judge_pairs.failures:
+        console.print(f"[red]failure[/] {a} vs {b}: {escape(reason)}")
+    if result.winner is None:
+        console.print(f"[red]no winner[/]: {escape(str(result.no_winner_reason))}")
+    else:
+        winner = candidates[result.winner].candidate_id
+        console.print(f"[green]winner[/]: [{result.winner}] {escape(winner)}")
+
+
+def _endpoint_model(base_url: str, timeout: float) -> str:
+    import httpx
+
+    try:
+        response = httpx.get(f"{base_url.rstrip('/')}/models", timeout=timeout)
+        response.raise_for_status()
+        return str(response.json()["data"][0]["id"])
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise typer.BadParameter(
+            f"cannot list models at {base_url}/models ({type(exc).__name__}: {exc}); "
+            "pass --served-model",
+            param_hint="--endpoint",
+        ) from exc
+
+
+def select_cmd(
+    candidate_files: list[Path] = typer.Argument(None, help="Files, one candidate each."),
+    candidates_jsonl: Path | None = typer.Option(
+        None,
+        "--candidates",
+        help="JSONL of candidates (string, or object with text/completion/solution/code and id).",
+    ),
+    problem: str | None = typer.Option(None, help="The problem statement."),
+    problem_file: Path | None = typer.Option(None, help="File holding the problem statement."),
+    judge_model: str | None = typer.Option(None, help="Local HF model folder used as judge."),
+    endpoint: str | None = typer.Option(
+        None, help="OpenAI-compatible base URL, e.g. http://host:8000/v1."
+    ),
+    served_model: str | None = typer.Option(
+        None, help="Model name at --endpoint (default: its first)."
+    ),
+    schedule: str = typer.Option("swiss", help=f"One of {', '.join(SCHEDULES)}."),
+    budget: int | None = typer.Option(None, min=0, help="Comparisons allowed (default 2N)."),
+    domain: str = typer.Option("code", help="code or math."),
+    readout: str = typer.Option(
+        "sampled", help="sampled (parse tags) or expected (rating-token probabilities)."
+    ),
+    temperature: float = typer.Option(0.6, min=0.0, max=10.0),
+    top_p: float = typer.Option(0.95, min=0.0, max=1.0),
+    max_tokens: int = typer.Option(4096, min=1, help="Judge tokens per comparison."),
+    think_tokens: int | None = typer.Option(
+        None, min=1, help="Thinking budget, then </think> is forced."
+    ),
+    seed: int = typer.Option(0, help="Seed for the schedule and the judge's sampling."),
+    connect_timeout: float = typer.Option(5.0, min=0.001),
+    read_timeout: float = typer.Option(600.0, min=0.001),
+    max_retries: int = typer.Option(2, min=0),
+    device: str | None = typer.Option(None, help="cpu or cuda for --judge-model."),
+) -> None:
+    """Rank candidates for one problem with a pairwise judge (Swiss or another schedule)."""
+    from rollout.judges import READOUTS, PairwiseJudge
+    from rollout.prompts import DOMAINS
+    from rollout.samplers.base import SamplingParams
+
+    if (judge_model is None) == (endpoint is None):
+        raise typer.BadParameter("give exactly one of --judge-model and --endpoint")
+    if (problem is None) == (problem_file is None):
+        raise typer.BadParameter("give exactly one of --problem and --problem-file")
+    for name, value, allowed in (
+        ("--schedule", schedule, SCHEDULES),
+        ("--domain", domain, DOMAINS),
+        ("--readout", readout, READOUTS),
+    ):
+        if value not in allowed:
+            raise typer.BadParameter(f"{value!r}; allowed: {', '.join(allowed)}", param_hint=name)
+    try:
+        candidates = load_candidates(candidates_jsonl, list(candidate_files or []))
+    except CandidateError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if not candidates:
+        raise typer.BadParameter("no candidates: give --candidates FILE.jsonl and/or files")
+    problem_text = problem if problem is not None else problem_file.read_text(encoding="utf-8")  # type: ignore[union-attr]
+    try:
+        sampling = SamplingParams(
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if endpoint is not None:
+        from rollout.samplers.openai_http import OpenAISampler
+
+        model_name = served_model or _endpoint_model(endpoint, connect_timeout)
+        sampler: Any = OpenAISampler(
+            endpoint, model_name, connect_timeout, read_timeout, max_retries
+        )
+    else:
+        from rollout.samplers.hf import HFSampler
+
+        sampler = HFSampler.from_pretrained(judge_model, device=device)  # type: ignore[arg-type]
+    judge = PairwiseJudge(
+        sampler,
+        domain=domain,
+        readout=readout,
+        sampling=sampling,
+        think_tokens=think_tokens,  # type: ignore[arg-type]
+    )
+    result, judge_pairs = run_selection(
+        judge, problem_text, candidates, schedule=schedule, budget=budget, domain=domain, seed=seed
+    )
+    _print_report(result, judge_pairs, candidates)
+    if result.winner is None:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Entry point (``pairrl.commands``): add ``pairrl select`` to the root CLI."""
+    app.command("select")(select_cmd)

@@ -1,0 +1,227 @@
+"""`pairrl slurm render|submit`: write sbatch scripts for training or evaluation, review, submit.
+
+    pairrl slurm render configs/qwen3_4b_deepcoder.yaml --nodes 4 --gpus-per-node 8 \\
+        --accelerate-config configs/accelerate/zero3.yaml --dry-run
+    pairrl slurm submit configs/eval.yaml --shards 8
+
+The config's `kind` (train or eval) decides which job is rendered.
+
+`render` prints the scripts and the exact sbatch commands (and writes the scripts under
+RUN_DIR/slurm unless --dry-run); `submit` writes them and runs those commands.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import typer
+
+__all__ = ["register"]
+
+slurm_app = typer.Typer(
+    help="Render and submit Slurm jobs: multi-node training with a vLLM server node, sharded evaluation.",
+    no_args_is_help=True,
+)
+
+
+def _command(
+    config: Path = typer.Argument(
+        ..., help="Training (kind: train) or evaluation (kind: eval) YAML."
+    ),
+    nodes: int = typer.Option(
+        2, min=1, help="Training nodes in all; with >= 2 the last serves vLLM."
+    ),
+    gpus_per_node: int = typer.Option(0, min=0, help="GPUs per node (0 on CPU clusters)."),
+    processes_per_node: int | None = typer.Option(
+        None, min=1, help="Trainer processes per node; default: GPUs per node."
+    ),
+    accelerate_config: Path | None = typer.Option(
+        None, help="configs/accelerate/*.yaml; required for --nodes >= 2."
+    ),
+    cpus_per_task: int = typer.Option(8, min=1, help="CPU cores per node."),
+    mem: str | None = typer.Option(None, help="Memory per node, e.g. 200G."),
+    time: str = typer.Option(
+        "24:00:00", help="Time limit per (re)start; the job requeues itself at the limit."
+    ),
+    partition: str | None = typer.Option(None, help="Slurm partition."),
+    account: str | None = typer.Option(None, help="Slurm account."),
+    qos: str | None = typer.Option(None, help="Slurm QOS."),
+    job_name: str | None = typer.Option(None, help="Job name; default pairrl-<job>-<config name>."),
+    run_dir: Path | None = typer.Option(
+        None, help="Logs and scripts go here; default runs/slurm/<config name>."
+    ),
+    vllm_model: str | None = typer.Option(
+        None, help="Model for the vLLM server; default: the config's model."
+    ),
+    vllm_tp: int = typer.Option(1, min=1, help="Tensor-parallel size of the vLLM server."),
+    vllm_port: int = typer.Option(8000, help="vLLM server port."),
+    rdzv_port: int = typer.Option(29500, help="Rendezvous port on the first training node."),
+    signal_lead_s: int = typer.Option(
+        300, help="Checkpoint and requeue this many seconds before the time limit."
+    ),
+    nccl_socket_ifname: str | None = typer.Option(None, help="NCCL_SOCKET_IFNAME, e.g. ib0."),
+    train_out: Path | None = typer.Option(
+        None, help="Trainer run folder (--out); default: the config's."
+    ),
+    overrides: list[str] = typer.Option(
+        [], "--set", help="key.path=value, passed on to `pairrl train`."
+    ),
+    sbatch_arg: list[str] = typer.Option(
+        [], help="Extra #SBATCH option, e.g. --sbatch-arg=--constraint=h100."
+    ),
+    shards: int = typer.Option(4, min=1, help="Evaluation shards (array tasks)."),
+    max_parallel: int | None = typer.Option(None, min=1, help="At most this many shards at once."),
+    out: Path | None = typer.Option(
+        None, help="Evaluation output folder; default: the eval config's out_dir."
+    ),
+    eval_arg: list[str] = typer.Option([], help="Extra argument for every `pairrl eval` shard."),
+    venv: str | None = typer.Option(
+        None, help="Virtual environment to activate; default: the current one; 'none': none."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print only; write and submit nothing."),
+    *,
+    submit: bool,
+) -> None:
+    from rollout.config import ConfigError
+    from train.slurm_render import (
+        EvalJobSpec,
+        RenderedJob,
+        TrainJobSpec,
+        config_kind,
+        render_eval,
+        render_train,
+    )
+
+    config = config.resolve()
+    try:
+        job = config_kind(config)
+    except ConfigError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    run = (run_dir or Path("runs/slurm") / config.stem).resolve()
+    common: dict[str, Any] = {
+        "job_name": job_name or f"pairrl-{job}-{config.stem}",
+        "partition": partition,
+        "account": account,
+        "qos": qos,
+        "time": time,
+        "cpus_per_task": cpus_per_task,
+        "mem": mem,
+        "gpus_per_node": gpus_per_node,
+        "workdir": str(Path.cwd()),
+        "run_dir": str(run),
+        "venv": _venv(venv),
+        "sbatch_args": sbatch_arg,
+        "config": str(config),
+    }
+    try:
+        rendered: RenderedJob
+        if job == "train":
+            spec = TrainJobSpec(
+                **common,
+                nodes=nodes,
+                processes_per_node=processes_per_node,
+                accelerate_config=str(accelerate_config.resolve()) if accelerate_config else None,
+                rdzv_port=rdzv_port,
+                vllm_port=vllm_port,
+                vllm_model=vllm_model,
+                vllm_tensor_parallel_size=vllm_tp,
+                signal_lead_s=signal_lead_s,
+                nccl_socket_ifname=nccl_socket_ifname,
+                overrides=overrides,
+                train_out=str(train_out.resolve()) if train_out else None,
+            )
+            rendered = render_train(spec)
+        else:
+            eval_spec = EvalJobSpec(
+                **common,
+                shards=shards,
+                max_parallel=max_parallel,
+                out_dir=str(out.resolve()) if out else None,
+                extra_args=eval_arg,
+            )
+            rendered = render_eval(eval_spec)
+    except (ConfigError, ValueError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+
+    script_dir = run / "slurm"
+    for name, text in rendered.scripts.items():
+        typer.echo(f"# ===== {script_dir / name}\n{text}")
+    for note in rendered.notes:
+        typer.echo(f"# note: {note}")
+    typer.echo("# submit with:")
+    typer.echo("\n".join(rendered.submit))
+    if dry_run:
+        typer.echo("# --dry-run: nothing written, nothing submitted")
+        return
+    script_dir.mkdir(parents=True, exist_ok=True)
+    (run / "logs").mkdir(parents=True, exist_ok=True)
+    for name, text in rendered.scripts.items():
+        path = script_dir / name
+        path.write_text(text)
+        path.chmod(0o755)
+    typer.echo(f"# wrote {len(rendered.scripts)} scripts to {script_dir}")
+    if submit:
+        _submit(rendered.steps, run)
+
+
+def _venv(option: str | None) -> str | None:
+    """--venv: unset -> the running interpreter's venv; 'none' -> no activation; else a path."""
+    from train.slurm_render import current_venv
+
+    if option is None:
+        return current_venv()
+    return None if option == "none" else str(Path(option).resolve())
+
+
+def _submit(steps: list[Any], run: Path) -> None:
+    """sbatch each step in order (`--parsable`), wiring afterok dependencies by job id."""
+    job_ids: list[str] = []
+    for step in steps:
+        cmd = ["sbatch", "--parsable"]
+        if step.after_ok is not None:
+            cmd += [f"--dependency=afterok:{job_ids[step.after_ok]}", "--kill-on-invalid-dep=yes"]
+        cmd.append(step.script)
+        try:
+            result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
+        except FileNotFoundError:
+            typer.echo("error: sbatch not found; is this a Slurm login node?", err=True)
+            raise typer.Exit(2) from None
+        if result.returncode != 0:
+            typer.echo(f"error: {shlex.join(cmd)} failed: {result.stderr.strip()}", err=True)
+            raise typer.Exit(result.returncode)
+        job_ids.append(result.stdout.strip().split(";")[0])
+        typer.echo(f"submitted {Path(step.script).name}: job {job_ids[-1]}")
+    logs = shlex.quote(str(run / "logs"))
+    typer.echo(f"# monitor: squeue -j {','.join(job_ids)}; sacct -j {job_ids[0]}; tail -f {logs}/*")
+
+
+def _bind(submit: bool):
+    """`_command` with `submit` fixed, and a signature typer can read."""
+
+    @functools.wraps(_command)
+    def command(**kwargs: Any) -> None:
+        _command(**kwargs, submit=submit)
+
+    params = [p for p in inspect.signature(_command).parameters.values() if p.name != "submit"]
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return command
+
+
+render_cmd = _bind(submit=False)
+render_cmd.__doc__ = "Print (and write) the sbatch scripts and the sbatch commands, for review."
+submit_cmd = _bind(submit=True)
+submit_cmd.__doc__ = "Write the sbatch scripts and submit them (eval: shard array, then merge)."
+slurm_app.command("render")(render_cmd)
+slurm_app.command("submit")(submit_cmd)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `pairrl slurm ...` to the root CLI (entry point `slurm=train.slurm_cli:register`)."""
+    app.add_typer(slurm_app, name="slurm")

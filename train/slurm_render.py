@@ -1,0 +1,351 @@
+"""Render sbatch scripts for PairRL training and sharded evaluation on a Slurm cluster.
+
+Training (`render_train`), N nodes:
+  * N >= 2: the LAST node of the allocation runs a vLLM server (`trl vllm-serve`); the
+    first N-1 nodes run `accelerate launch` with a static multi-node rendezvous
+    (`--num_machines N-1`, `--machine_rank` = the node's index among the training nodes,
+    `--main_process_ip` = the first training node). The trainer runs in vLLM server mode
+    and is told the server node's host name and port. Rank 0 is pinned by node name, not
+    by Slurm's task order, so the rendezvous host is always the node that runs rank 0.
+  * N == 1: the trainer runs on the node with the engine its config names.
+  Both: per-node logs, `#SBATCH --signal=B:USR1@T` so the batch shell hears of the time
+  limit T seconds ahead and asks the trainer (SIGTERM) to checkpoint and stop, then
+  requeues the job (`--requeue`); a preempted job gets SIGTERM from Slurm and is requeued
+  by Slurm. A restarted job passes `--resume` whenever a checkpoint exists.
+Evaluation (`render_eval`): an array job over shards (`pairrl eval CONFIG --shard i/n`)
+and a merge job that starts after every shard succeeded (`--dependency=afterok`).
+
+The run config is read as plain YAML (train and eval never import each other); the keys
+read and overridden are named once, in `TrainConfigKeys` and `EVAL_*` below.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rollout.config import ConfigError, apply_overrides, load_yaml
+from train.slurm_specs import EvalJobSpec, SlurmResources, TrainJobSpec
+from train.slurm_templates import EVAL_MERGE, EVAL_SHARDS, TRAIN_BATCH, TRAIN_NODE, fill
+
+__all__ = [
+    "EVAL_OUT_DEFAULT",
+    "EVAL_OUT_KEY",
+    "EVAL_STRICT_KEY",
+    "TRAIN_KEYS",
+    "EvalJobSpec",
+    "RenderedJob",
+    "SlurmResources",
+    "SubmitStep",
+    "TrainConfigKeys",
+    "TrainJobSpec",
+    "config_kind",
+    "render_eval",
+    "render_train",
+]
+
+
+@dataclass(frozen=True)
+class TrainConfigKeys:
+    """Keys of the training config (train.config.TrainConfig) the Slurm scripts read or set.
+
+    Read as plain YAML: the renderer never imports the trainer's schema, so these names and
+    the defaults beside them must follow train/config.py (tests/test_slurm_render.py checks
+    them against it).
+    """
+
+    model: str = "model.path"
+    engine_kind: str = "engine.kind"
+    server_kind: str = "vllm_server"
+    server_base_url: str = "engine.server_base_url"
+    server_host: str = "engine.server_host"
+    server_port: str = "engine.server_port"
+    output_dir: str = "checkpoint.output_dir"
+    output_dir_default: str = "runs"
+    run_name: str = "logging.run_name"
+    run_name_default: str = "pairrl"
+
+
+TRAIN_KEYS = TrainConfigKeys()
+# The evaluation config's (eval.config.EvalConfig) output folder and gate strictness.
+EVAL_OUT_KEY, EVAL_OUT_DEFAULT, EVAL_STRICT_KEY = "out_dir", "runs/eval", "gate.strict"
+
+
+@dataclass(frozen=True)
+class SubmitStep:
+    """One sbatch call: the script, and the earlier step (index) it must wait for, if any."""
+
+    script: str
+    after_ok: int | None = None
+
+
+@dataclass(frozen=True)
+class RenderedJob:
+    """Scripts to write (file name -> text) and the sbatch calls that submit them, in order."""
+
+    scripts: dict[str, str]
+    steps: list[SubmitStep]
+    notes: list[str]
+
+    @property
+    def submit(self) -> list[str]:
+        """The sbatch calls as shell lines a user can paste (later ones use earlier job ids)."""
+        lines = []
+        for i, step in enumerate(self.steps):
+            dep = (
+                ""
+                if step.after_ok is None
+                else f"--dependency=afterok:${{job{step.after_ok}%%;*}} --kill-on-invalid-dep=yes "
+            )
+            lines.append(
+                f'job{i}=$(sbatch --parsable {dep}{shlex.quote(step.script)}); echo "submitted job $job{i}"'
+            )
+        return lines
+
+
+def current_venv() -> str | None:
+    """The active virtual environment (sys.prefix), or None outside one."""
+    return sys.prefix if sys.prefix != sys.base_prefix else None
+
+
+def config_kind(path: str | Path) -> str:
+    """'train' or 'eval', from the config's `kind` (an eval config may leave it out)."""
+    kind = load_yaml(path).get("kind", "eval")
+    if kind not in ("train", "eval"):
+        raise ConfigError(str(path), [f"kind = {kind!r} is invalid. Allowed: 'train', 'eval'"])
+    return str(kind)
+
+
+def read_config_value(config: dict[str, Any], dotted: str) -> Any:
+    """`a.b.c` from nested dicts, or None where any part is missing."""
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def render_train(spec: TrainJobSpec, keys: TrainConfigKeys = TRAIN_KEYS) -> RenderedJob:
+    """Render the training batch script and its per-node launcher.
+
+    Raises ConfigError when the config and the node count do not fit together (server mode
+    on one node, no model for the vLLM server, more server GPUs than a node has, several
+    nodes without an accelerate config).
+    """
+    if config_kind(spec.config) != "train":
+        raise ConfigError(spec.config, ["kind: a training job needs a config with kind: train"])
+    config = apply_overrides(load_yaml(spec.config), spec.overrides)
+    server_mode = spec.nodes >= 2
+    train_nodes = spec.nodes - 1 if server_mode else 1
+    per_node = spec.processes_per_node or max(spec.gpus_per_node, 1)
+    vllm_model = spec.vllm_model or read_config_value(config, keys.model)
+    run_folder = Path(spec.workdir, spec.train_out or _default_run_folder(config, keys))
+    trainer_args = ["train", spec.config, *_set_args(spec.overrides), "--out", str(run_folder)]
+    notes = [f"trainer run folder: {run_folder} (a requeued job resumes from its last checkpoint)"]
+    if server_mode:
+        problems = []
+        if not vllm_model:
+            problems.append(
+                f"{keys.model}: the vLLM server node needs a model; set it or pass --vllm-model"
+            )
+        if spec.gpus_per_node and spec.vllm_tensor_parallel_size > spec.gpus_per_node:
+            problems.append(
+                f"--vllm-tp {spec.vllm_tensor_parallel_size} exceeds --gpus-per-node {spec.gpus_per_node}"
+            )
+        if spec.accelerate_config is None:
+            problems.append(
+                "--accelerate-config: multi-node training needs one (configs/accelerate/*.yaml)"
+            )
+        if problems:
+            raise ConfigError(spec.config, problems)
+        trainer_args += _set_args(
+            [f"{keys.engine_kind}={keys.server_kind}", f"{keys.server_base_url}=null"]
+        )
+        notes.insert(
+            0,
+            f"nodes 1..{train_nodes} train ({train_nodes * per_node} processes); node {spec.nodes} serves vLLM",
+        )
+    elif read_config_value(config, keys.engine_kind) == keys.server_kind:
+        raise ConfigError(
+            spec.config,
+            [
+                f"{keys.engine_kind} = {keys.server_kind!r} needs --nodes >= 2 (the last node runs the server)"
+            ],
+        )
+
+    server_set = f' --set {keys.server_host}="$VLLM_HOST" --set {keys.server_port}="$VLLM_PORT"'
+    node_script = fill(
+        TRAIN_NODE,
+        LAUNCHER=_launcher(spec, train_nodes, per_node),
+        TRAINER_ARGS=_quote(trainer_args) + (server_set if server_mode else ""),
+    )
+    vllm_cmd = [
+        "trl",
+        "vllm-serve",
+        "--model",
+        str(vllm_model),
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(spec.vllm_port),
+        "--tensor_parallel_size",
+        str(spec.vllm_tensor_parallel_size),
+        *spec.vllm_args,
+    ]
+    script_dir = Path(spec.run_dir, "slurm")
+    batch = fill(
+        TRAIN_BATCH,
+        HEADER=_header(
+            spec,
+            nodes=spec.nodes,
+            log=f"{spec.run_dir}/logs/%x-%j.out",
+            extra=[f"--signal=B:USR1@{spec.signal_lead_s}", "--requeue", "--open-mode=append"],
+        ),
+        SETUP=_setup(spec),
+        NODES=str(spec.nodes),
+        SERVER_MODE="1" if server_mode else "0",
+        LOG_DIR=shlex.quote(f"{spec.run_dir}/logs"),
+        CHECKPOINT_DIR=shlex.quote(str(run_folder)),
+        NODE_SCRIPT=shlex.quote(str(script_dir / "train-node.sh")),
+        RDZV_PORT=str(spec.rdzv_port),
+        VLLM_PORT=str(spec.vllm_port),
+        VLLM_CMD=_quote(vllm_cmd) if server_mode else "true",
+        SERVER_WAIT_S=str(spec.server_wait_s),
+        MAX_REQUEUES=str(spec.max_requeues),
+        NCCL_IFNAME=f"export NCCL_SOCKET_IFNAME={shlex.quote(spec.nccl_socket_ifname)}"
+        if spec.nccl_socket_ifname
+        else "# NCCL_SOCKET_IFNAME unset: NCCL picks the interface (set --nccl-socket-ifname if it picks wrong)",
+        CPUS=str(spec.cpus_per_task),
+        STEP_GPUS=f"--gpus-per-node={spec.gpus_per_node} " if spec.gpus_per_node else "",
+    )
+    return RenderedJob(
+        scripts={"train.sbatch": batch, "train-node.sh": node_script},
+        steps=[SubmitStep(str(script_dir / "train.sbatch"))],
+        notes=notes,
+    )
+
+
+def render_eval(spec: EvalJobSpec) -> RenderedJob:
+    """Render the shard array job and the merge job that depends on it.
+
+    Shard i of n runs `pairrl eval CONFIG --out OUT --shard i/n` (eval writes it under
+    OUT/shards/<i>of<n>/); the merge runs `pairrl eval merge OUT` once all n succeeded, and
+    is strict (FAIL exits non-zero, so the job shows FAILED) when the config's gate is.
+    """
+    if config_kind(spec.config) != "eval":  # fails here, before submission, on a bad file
+        raise ConfigError(spec.config, ["kind: an evaluation job needs a config with kind: eval"])
+    config = load_yaml(spec.config)
+    out_dir = str(
+        Path(
+            spec.workdir,
+            spec.out_dir or read_config_value(config, EVAL_OUT_KEY) or EVAL_OUT_DEFAULT,
+        )
+    )
+    throttle = f"%{spec.max_parallel}" if spec.max_parallel else ""
+    shard_args = ["eval", spec.config, "--out", out_dir, *spec.extra_args]
+    strict = read_config_value(config, EVAL_STRICT_KEY) is True or "--strict" in spec.extra_args
+    merge_args = ["eval", "merge", out_dir, *(["--strict"] if strict else [])]
+    shards = fill(
+        EVAL_SHARDS,
+        HEADER=_header(
+            spec,
+            nodes=1,
+            log=f"{spec.run_dir}/logs/%x-%A_%a.out",
+            extra=[f"--array=0-{spec.shards - 1}{throttle}"],
+        ),
+        SETUP=_setup(spec),
+        SHARDS=str(spec.shards),
+        EVAL_ARGS=_quote(shard_args),
+    )
+    merge_spec = spec.model_copy(update={"job_name": f"{spec.job_name}-merge", "gpus_per_node": 0})
+    merge = fill(
+        EVAL_MERGE,
+        HEADER=_header(merge_spec, nodes=1, log=f"{spec.run_dir}/logs/%x-%j.out", extra=[]),
+        SETUP=_setup(spec),
+        MERGE_ARGS=_quote(merge_args),
+    )
+    script_dir = Path(spec.run_dir, "slurm")
+    return RenderedJob(
+        scripts={"eval-shards.sbatch": shards, "eval-merge.sbatch": merge},
+        steps=[
+            SubmitStep(str(script_dir / "eval-shards.sbatch")),
+            SubmitStep(str(script_dir / "eval-merge.sbatch"), after_ok=0),
+        ],
+        notes=[
+            f"{spec.shards} shards write into {out_dir}/shards; the merge (into {out_dir}) runs when all succeeded"
+        ],
+    )
+
+
+def _default_run_folder(config: dict[str, Any], keys: TrainConfigKeys) -> str:
+    parent = read_config_value(config, keys.output_dir) or keys.output_dir_default
+    return str(
+        Path(str(parent), str(read_config_value(config, keys.run_name) or keys.run_name_default))
+    )
+
+
+def _quote(args: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def _set_args(overrides: list[str]) -> list[str]:
+    out: list[str] = []
+    for item in overrides:
+        out += ["--set", item]
+    return out
+
+
+def _launcher(spec: TrainJobSpec, train_nodes: int, per_node: int) -> str:
+    """The command in front of `pairrl train` on each training node."""
+    if spec.accelerate_config is None:
+        return '"$PAIRRL_BIN"'
+    return (
+        f"accelerate launch --config_file {shlex.quote(spec.accelerate_config)} "
+        f"--num_machines {train_nodes} --num_processes {train_nodes * per_node} "
+        '--machine_rank "$MACHINE_RANK" --main_process_ip "$MAIN_ADDR" '
+        '--main_process_port "$RDZV_PORT" --rdzv_backend static --max_restarts 0 '
+        '"$PAIRRL_BIN"'
+    )
+
+
+def _header(spec: SlurmResources, *, nodes: int, log: str, extra: list[str]) -> str:
+    lines = [
+        f"--job-name={spec.job_name}",
+        f"--nodes={nodes}",
+        "--ntasks-per-node=1",
+        f"--cpus-per-task={spec.cpus_per_task}",
+        f"--time={spec.time}",
+        f"--output={log}",
+        f"--chdir={spec.workdir}",
+    ]
+    if spec.gpus_per_node:
+        lines.append(f"--gpus-per-node={spec.gpus_per_node}")
+    for flag, value in (
+        ("partition", spec.partition),
+        ("account", spec.account),
+        ("qos", spec.qos),
+        ("mem", spec.mem),
+    ):
+        if value:
+            lines.append(f"--{flag}={value}")
+    lines += extra + spec.sbatch_args
+    for line in lines:
+        if any(c in line for c in "\n\r"):
+            raise ConfigError("sbatch", [f"option {line!r} holds a line break"])
+    return "\n".join(f"#SBATCH {line}" for line in lines)
+
+
+def _setup(spec: SlurmResources) -> str:
+    """Shell lines that make `pairrl` available and fix the environment."""
+    lines = []
+    if spec.venv:
+        lines.append(f"source {shlex.quote(str(Path(spec.venv, 'bin', 'activate')))}")
+    lines.append(
+        'PAIRRL_BIN="$(command -v pairrl)" || { echo "pairrl is not on PATH" >&2; exit 2; }'
+    )
+    lines.append("export PAIRRL_BIN")
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""What a rendered Slurm job asks for: resources, node roles, ports, requeue policy.
+
+Plain pydantic models (bounds and descriptions on every field, unknown keys refused), built
+by `pairrl slurm render|submit` from its options and consumed by `train.slurm_render`.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from rollout.config import PairrlModel
+
+__all__ = ["EvalJobSpec", "SlurmResources", "TrainJobSpec"]
+
+
+class SlurmResources(PairrlModel):
+    """What every rendered job asks Slurm for, and where it runs."""
+
+    job_name: str = Field("pairrl", min_length=1, description="Slurm job name (%x in log names).")
+    partition: str | None = Field(None, description="Partition (-p); None: cluster default.")
+    account: str | None = Field(None, description="Account (-A); None: user default.")
+    qos: str | None = Field(None, description="Quality of service; None: default.")
+    time: str = Field(
+        "24:00:00", description="Time limit per (re)start, as sbatch --time takes it."
+    )
+    cpus_per_task: int = Field(8, ge=1, le=1024, description="CPU cores per node-task.")
+    mem: str | None = Field(
+        None, description="Memory per node (sbatch --mem, e.g. 200G); None: default."
+    )
+    gpus_per_node: int = Field(0, ge=0, le=64, description="GPUs per node (0 on CPU clusters).")
+    workdir: str = Field(
+        ..., description="Absolute folder the job runs in (relative paths resolve here)."
+    )
+    run_dir: str = Field(..., description="Absolute folder for logs and the rendered scripts.")
+    venv: str | None = Field(None, description="Virtual environment to activate; None: none.")
+    sbatch_args: list[str] = Field(
+        default_factory=list, description="Extra #SBATCH lines, e.g. '--constraint=h100'."
+    )
+
+
+class TrainJobSpec(SlurmResources):
+    """A multi-node (or one-node) PairRL training job."""
+
+    config: str = Field(..., description="Absolute path of the training YAML.")
+    nodes: int = Field(
+        2, ge=1, le=1024, description="Nodes in all; with >= 2 the last one serves vLLM."
+    )
+    processes_per_node: int | None = Field(
+        None, ge=1, le=64, description="Trainer processes per node; None: gpus_per_node (1 on CPU)."
+    )
+    accelerate_config: str | None = Field(
+        None, description="configs/accelerate/*.yaml; None: plain `pairrl train` on one node."
+    )
+    rdzv_port: int = Field(
+        29500, ge=1024, le=65535, description="Port of the rendezvous on the first training node."
+    )
+    vllm_port: int = Field(8000, ge=1024, le=65535, description="Port of the vLLM server.")
+    vllm_model: str | None = Field(
+        None, description="Model the vLLM server loads; None: the config's model."
+    )
+    vllm_tensor_parallel_size: int = Field(
+        1, ge=1, le=64, description="GPUs the vLLM server shards the model over."
+    )
+    vllm_args: list[str] = Field(
+        default_factory=list, description="Extra `trl vllm-serve` arguments."
+    )
+    server_wait_s: int = Field(
+        1200,
+        ge=10,
+        le=86400,
+        description="How long to wait for the vLLM server to answer /health/.",
+    )
+    signal_lead_s: int = Field(
+        300,
+        ge=30,
+        le=7200,
+        description="Seconds before the time limit at which to checkpoint and requeue.",
+    )
+    max_requeues: int = Field(
+        20,
+        ge=0,
+        le=1000,
+        description="Stop requeueing after this many restarts (guards a job that never progresses).",
+    )
+    nccl_socket_ifname: str | None = Field(
+        None, description="NCCL_SOCKET_IFNAME (e.g. ib0); None: NCCL's choice."
+    )
+    overrides: list[str] = Field(
+        default_factory=list, description="`--set key=value` passed on to pairrl train."
+    )
+    train_out: str | None = Field(
+        None,
+        description="Trainer run folder (--out); None: the config's checkpoint.output_dir/run_name.",
+    )
+
+
+class EvalJobSpec(SlurmResources):
+    """A sharded evaluation: an array job over shards plus a dependent merge."""
+
+    config: str = Field(..., description="Absolute path of the evaluation YAML.")
+    shards: int = Field(
+        4, ge=1, le=10000, description="Array tasks; shard i of n evaluates every n-th task."
+    )
+    max_parallel: int | None = Field(
+        None, ge=1, le=10000, description="Array throttle (%N); None: no limit."
+    )
+    out_dir: str | None = Field(
+        None,
+        description="Folder the shards write into and the merge reads; None: the config's out_dir.",
+    )
+    extra_args: list[str] = Field(
+        default_factory=list, description="Arguments passed on to every `pairrl eval` shard."
+    )

@@ -1,0 +1,100 @@
+"""From per-task labels and selections to the benchmark table (with bootstrap CIs).
+
+Rows per selector: selected accuracy, the share of the pass@1 -> oracle gap it closes,
+accuracy on swing tasks (mixed labels: the only tasks where selection matters), failures
+and cost. Intervals are percentile bootstraps over tasks, resampled jointly so that a
+selector's accuracy and the pass@1/oracle it is compared against share the same tasks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from eval.metrics import bootstrap_ci, gap_closed
+from eval.selection import Cost, Selection
+
+__all__ = ["summarise"]
+
+
+def summarise(
+    labels: Mapping[str, Sequence[bool]],
+    selections: Mapping[str, Mapping[str, Selection]],
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The benchmark's numbers.
+
+    labels: task_id -> candidate labels (in candidate order), for tasks with >= 1 candidate.
+    selections: selector -> task_id -> Selection; every selector must cover every task.
+    """
+    task_ids = sorted(labels)
+    pass1 = np.array([sum(labels[t]) / len(labels[t]) for t in task_ids], dtype=float)
+    oracle = np.array([float(any(labels[t])) for t in task_ids], dtype=float)
+    swing = np.array([0 < sum(labels[t]) < len(labels[t]) for t in task_ids], dtype=bool)
+    ks = sorted({len(labels[t]) for t in task_ids})
+
+    def mean(x: np.ndarray) -> float | None:
+        return float(x.mean()) if len(x) else None
+
+    summary: dict[str, Any] = {
+        "num_tasks": len(task_ids),
+        "k": ks[0] if len(ks) == 1 else ks,
+        "num_candidates": int(sum(len(labels[t]) for t in task_ids)),
+        "swing_tasks": int(swing.sum()),
+        "pass@1": _with_ci(mean(pass1), bootstrap_ci([pass1], _mean, n_boot, seed)),
+        "oracle": _with_ci(mean(oracle), bootstrap_ci([oracle], _mean, n_boot, seed)),
+        "selectors": {},
+    }
+    for name, per_task in selections.items():
+        missing = [t for t in task_ids if t not in per_task]
+        if missing:
+            raise ValueError(f"selector {name!r} has no selection for tasks {missing[:5]}")
+        scores = np.array([per_task[t].score for t in task_ids], dtype=float)
+        cost = Cost()
+        for t in task_ids:
+            cost.add(per_task[t].cost)
+        failures = [t for t in task_ids if per_task[t].failure is not None]
+        acc = mean(scores)
+        gap = gap_closed(acc, mean(pass1), mean(oracle)) if acc is not None else None
+        summary["selectors"][name] = {
+            "accuracy": _with_ci(acc, bootstrap_ci([scores], _mean, n_boot, seed)),
+            "gap_closed": _with_ci(gap, bootstrap_ci([scores, pass1, oracle], _gap, n_boot, seed)),
+            "swing_accuracy": _with_ci(
+                mean(scores[swing]), bootstrap_ci([scores[swing]], _mean, n_boot, seed)
+            ),
+            "failed_tasks": len(failures),
+            "fallback_tasks": sum(1 for t in task_ids if per_task[t].detail.get("fallback")),
+            # agreement: where the example inputs came from (prompt, tests, none), per task
+            "input_sources": dict(
+                Counter(
+                    per_task[t].detail["input_source"]
+                    for t in task_ids
+                    if "input_source" in per_task[t].detail
+                )
+            ),
+            "failure_examples": {t: per_task[t].failure for t in failures[:5]},
+            "cost": {
+                "judge_calls": cost.judge_calls,
+                "failed_calls": cost.failed_calls,
+                "prompt_tokens": cost.prompt_tokens,
+                "completion_tokens": cost.completion_tokens,
+                "wall_s": round(cost.wall_s, 3),
+            },
+        }
+    return summary
+
+
+def _mean(x: np.ndarray) -> float | None:
+    return float(x.mean()) if len(x) else None
+
+
+def _gap(scores: np.ndarray, pass1: np.ndarray, oracle: np.ndarray) -> float | None:
+    return gap_closed(float(scores.mean()), float(pass1.mean()), float(oracle.mean()))
+
+
+def _with_ci(value: float | None, ci: tuple[float | None, float | None]) -> dict[str, Any]:
+    return {"value": value, "ci95": list(ci)}

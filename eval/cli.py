@@ -1,0 +1,200 @@
+"""`pairrl eval ...`: the benchmark's command line.
+
+    pairrl eval CONFIG [--model PATH | --endpoint URL] [--shard i/n] [--set a.b=v] [--strict]
+    pairrl eval --tasks PATH (--model PATH | --endpoint URL | --pool PATH) --k K --limit N --out DIR --strict
+    pairrl eval gate OUT_DIR [--strict]     re-check a finished run against its cache
+    pairrl eval merge OUT_DIR [--strict]    merge `--shard` runs under OUT_DIR/shards/
+
+Heavy imports stay inside the command functions so `pairrl --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+__all__ = ["register"]
+
+
+class _DefaultRunGroup(TyperGroup):
+    """A group whose bare invocation (`pairrl eval CONFIG`, `pairrl eval --tasks ...`)
+    runs the `run` command, while `gate` and `merge` stay subcommands."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+eval_app = typer.Typer(
+    cls=_DefaultRunGroup,
+    help="Best-of-k selection benchmark with an integrity gate (run, gate, merge).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@eval_app.command("run")
+def run_cmd(
+    config: Path | None = typer.Argument(
+        None, help="YAML config (kind: eval); optional in quick mode."
+    ),
+    tasks: str | None = typer.Option(None, "--tasks", help="Task file."),
+    model: str | None = typer.Option(
+        None, "--model", help="Sample candidates from this model folder."
+    ),
+    endpoint: str | None = typer.Option(
+        None, "--endpoint", help="Sample from this OpenAI-compatible URL."
+    ),
+    pool: str | None = typer.Option(None, "--pool", help="Read candidates from this pool file."),
+    k: int | None = typer.Option(None, "--k", min=1, help="Candidates per task."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N tasks."),
+    out: str | None = typer.Option(None, "--out", help="Output folder."),
+    selectors: str | None = typer.Option(
+        None, "--selectors", help="Comma-separated selector names."
+    ),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="Judge model folder."),
+    judge_endpoint: str | None = typer.Option(None, "--judge-endpoint", help="Judge endpoint URL."),
+    shard: str | None = typer.Option(None, "--shard", help="i/n: run the i-th of n task shards."),
+    overrides: list[str] = typer.Option(
+        [], "--set", help="Dotted override, e.g. gate.tolerance=0.05."
+    ),
+    strict: bool = typer.Option(False, "--strict", help="Exit non-zero when the gate says FAIL."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+) -> None:
+    """Run the benchmark (sample or load, label, select, gate, report)."""
+    from eval.runner import run_eval
+
+    cfg = _build_config(
+        config,
+        tasks,
+        model,
+        endpoint,
+        pool,
+        k,
+        limit,
+        out,
+        selectors,
+        judge_model,
+        judge_endpoint,
+        shard,
+        overrides,
+    )
+    outcome = run_eval(cfg, show_progress=progress)
+    _print_outcome(outcome)
+    _exit(outcome.gate.passed, strict or cfg.gate.strict)
+
+
+@eval_app.command("gate")
+def gate_cmd(
+    out_dir: Path = typer.Argument(..., help="A finished run's output folder."),
+    strict: bool = typer.Option(False, "--strict", help="Exit non-zero when the gate says FAIL."),
+) -> None:
+    """Re-derive every label and comparison of a finished run from its cache and re-check it."""
+    from eval.runner import load_run_config, regate
+
+    cfg = load_run_config(out_dir)
+    outcome = regate(cfg)
+    _print_outcome(outcome)
+    _exit(outcome.gate.passed, strict or cfg.gate.strict)
+
+
+@eval_app.command("merge")
+def merge_cmd(
+    out_dir: Path = typer.Argument(..., help="Folder holding shards/<i>of<n>/ from --shard runs."),
+    strict: bool = typer.Option(False, "--strict", help="Exit non-zero when the gate says FAIL."),
+) -> None:
+    """Merge sharded runs: union of caches, concatenated records, one gate over the whole."""
+    from eval.merge import merge_shards
+
+    outcome = merge_shards(out_dir)
+    _print_outcome(outcome)
+    _exit(outcome.gate.passed, strict)
+
+
+def _build_config(
+    config: Path | None,
+    tasks: str | None,
+    model: str | None,
+    endpoint: str | None,
+    pool: str | None,
+    k: int | None,
+    limit: int | None,
+    out: str | None,
+    selectors: str | None,
+    judge_model: str | None,
+    judge_endpoint: str | None,
+    shard: str | None,
+    overrides: list[str],
+) -> Any:
+    from eval.config import EvalConfig
+    from rollout.config import ConfigError, apply_overrides, load_yaml, parse_config
+
+    sources = [s for s in (model, endpoint, pool) if s]
+    if len(sources) > 1:
+        raise typer.BadParameter("give at most one of --model, --endpoint, --pool")
+    data: dict[str, Any] = load_yaml(config) if config else {}
+    cand = data.setdefault("candidates", {})
+    if model:
+        cand.update(source="model", model=model)
+    elif endpoint:
+        cand.update(source="endpoint", endpoint=endpoint)
+    elif pool:
+        cand.update(source="pool", pool=pool)
+    elif config is None:
+        raise typer.BadParameter("quick mode needs one of --model, --endpoint, --pool")
+    if k is not None:
+        cand["k"] = k
+    if tasks:
+        data.setdefault("tasks", {})["path"] = tasks
+    if limit is not None:
+        data.setdefault("tasks", {})["limit"] = limit
+    if out:
+        data["out_dir"] = out
+    if selectors:
+        data["selectors"] = [s.strip() for s in selectors.split(",") if s.strip()]
+    if judge_model:
+        data.setdefault("judge", {})["model"] = judge_model
+    if judge_endpoint:
+        data.setdefault("judge", {})["endpoint"] = judge_endpoint
+    if shard:
+        data["shard"] = shard
+    try:
+        cfg = parse_config(
+            apply_overrides(data, overrides), EvalConfig, str(config or "<command line>")
+        )
+    except ConfigError as err:
+        typer.echo(str(err), err=True)
+        raise typer.Exit(2) from None
+    if cfg.shard is not None:
+        i, n = cfg.shard.split("/")
+        base = Path(cfg.out_dir)
+        cfg.cache_dir = cfg.cache_dir or str(base / "shards" / f"{i}of{n}" / "cache")
+        cfg.out_dir = str(base / "shards" / f"{i}of{n}")
+    return cfg
+
+
+def _print_outcome(outcome: Any) -> None:
+    from rich.console import Console
+
+    console = Console()
+    verdict = outcome.summary["verdict"]
+    colour = "green" if verdict == "PASS" else "bold red"
+    console.print(f"[{colour}]integrity gate: {verdict}[/]")
+    console.print(outcome.report_text, markup=False, highlight=False, soft_wrap=True)
+    console.print(f"[{colour}]verdict: {verdict}[/]  outputs in {outcome.out_dir}")
+
+
+def _exit(passed: bool, strict: bool) -> None:
+    if not passed and strict:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Entry point (`pairrl.commands`): add `pairrl eval ...` to the root app."""
+    app.add_typer(eval_app, name="eval")

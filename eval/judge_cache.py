@@ -1,0 +1,277 @@
+"""Judge calls through the stage cache, with cost accounting and failure classes.
+
+`CachedJudge` wraps `rollout.judges.PairwiseJudge` / `PointwiseJudge`. Every judgement is
+stored under a content key (judge identity, read-out, sampling, thinking budget, problem,
+solutions in A/B order). In `compute` mode cached verdicts are reused; cached
+*infrastructure* failures (transport, timeout, scoring call) are retried once per run,
+while judge-output failures (unparseable, truncated) are kept: they are the judge's
+answer. In `replay` mode (the gate) the model is never called: an absent entry comes
+back as a `missing` verdict and is recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from eval.cache import StageCache, content_key
+
+__all__ = ["CachedJudge", "Verdict", "is_infra_failure"]
+
+INFRA_PREFIXES: tuple[str, ...] = (
+    "sampler failed:",
+    "scoring call failed:",
+    "answer phase after thinking failed",
+)
+
+
+def is_infra_failure(reason: str) -> bool:
+    """True when a failure came from transport or the backend, not from the judge's text."""
+    return any(p in reason for p in INFRA_PREFIXES)
+
+
+@dataclass
+class Verdict:
+    """One judgement as cached: values (pair ratings or one score), or a failure."""
+
+    key: str
+    values: list[float] | None
+    failure: str | None
+    missing: bool = False
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    wall_s: float = 0.0
+    text: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """A usable judgement."""
+        return self.values is not None and self.failure is None and not self.missing
+
+    def to_cache(self) -> dict[str, Any]:
+        """The cached value."""
+        return {
+            "values": self.values,
+            "failure": self.failure,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "wall_s": self.wall_s,
+            "text": self.text[:4000],
+        }
+
+    @classmethod
+    def from_cache(cls, key: str, value: dict[str, Any]) -> Verdict:
+        """Inverse of to_cache."""
+        return cls(key=key, **value)
+
+
+@dataclass
+class CachedJudge:
+    """Pairwise and pointwise judging through the cache (see the module docstring)."""
+
+    identity: str
+    sampler: Any | None  # None in replay mode
+    sampling: Any  # rollout.samplers.SamplingParams
+    readout: str
+    think_tokens: int
+    pair_cache: StageCache
+    point_cache: StageCache
+    batch_size: int = 16
+    fresh_calls: int = field(default=0)
+
+    def _settings(self) -> dict[str, Any]:
+        s = self.sampling
+        return {
+            "judge": self.identity,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "max_tokens": s.max_tokens,
+            "seed": s.seed,
+        }
+
+    def pair_key(self, problem: str, sol_a: str, sol_b: str) -> str:
+        """Cache key of one pairwise judgement (A/B order matters)."""
+        return content_key("pair", self._settings(), self.readout, problem, sol_a, sol_b)
+
+    def point_key(self, mode: str, problem: str, solution: str) -> str:
+        """Cache key of one pointwise judgement (`ab` or `ab_think`)."""
+        think = self.think_tokens if mode == "ab_think" else None
+        return content_key("point", self._settings(), mode, think, problem, solution)
+
+    def pairwise(self, items: Sequence[tuple[str, str, str]]) -> list[Verdict]:
+        """(problem, A, B) triples -> verdicts with values [r_a, r_b] (1..10; floats under
+        the expected read-out, rounded only where a tournament needs integers)."""
+        keys = [self.pair_key(*item) for item in items]
+        return self._resolve(keys, list(items), self.pair_cache, self._judge_pairs)
+
+    def pointwise(self, mode: str, items: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """(problem, solution) pairs -> verdicts with values [P(correct)]."""
+        keys = [self.point_key(mode, *item) for item in items]
+        return self._resolve(
+            keys, list(items), self.point_cache, lambda xs: self._judge_points(mode, xs)
+        )
+
+    def _resolve(
+        self, keys: list[str], items: list[Any], cache: StageCache, compute: Any
+    ) -> list[Verdict]:
+        out: list[Verdict | None] = [None] * len(keys)
+        todo: list[int] = []
+        for i, key in enumerate(keys):
+            entry = cache.get(key)
+            if entry is not None:
+                cached = Verdict.from_cache(key, entry)
+                retry = (
+                    self.sampler is not None and cached.failure and is_infra_failure(cached.failure)
+                )
+                if not retry:
+                    out[i] = cached
+                    continue
+            if self.sampler is None:
+                out[i] = Verdict(key, None, "missing from cache", missing=True)
+            else:
+                todo.append(i)
+        # Deduplicate within the batch: the same judgement asked twice is computed once.
+        unique: dict[str, int] = {}
+        for i in todo:
+            unique.setdefault(keys[i], i)
+        order = list(unique.values())
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            fresh = compute([items[i] for i in chunk])
+            self.fresh_calls += len(chunk)
+            for i, verdict in zip(chunk, fresh, strict=True):
+                verdict.key = keys[i]
+            cache.put_many((v.key, v.to_cache()) for v in fresh)
+        for i in todo:
+            entry = cache.get(keys[i])
+            assert entry is not None
+            out[i] = Verdict.from_cache(keys[i], entry)
+        return [v for v in out if v is not None]
+
+    # ---- model calls ------------------------------------------------------------------
+
+    def _judge_pairs(self, items: list[tuple[str, str, str]]) -> list[Verdict]:
+        from rollout.judges import JudgeFailure, PairwiseJudge
+        from rollout.prompts import pairwise_messages
+
+        t0 = time.perf_counter()
+        if self.readout == "forced":
+            results = self._forced_pairs(items)
+        else:
+            judge = PairwiseJudge(self.sampler, readout=self.readout, sampling=self.sampling)  # type: ignore[arg-type]
+            results = judge.judge(items)
+        per_item = (time.perf_counter() - t0) / max(1, len(items))
+        out: list[Verdict] = []
+        for item, res in zip(items, results, strict=True):
+            prompt_tokens = self._count_prompt(pairwise_messages(*item))
+            if isinstance(res, JudgeFailure):
+                out.append(
+                    Verdict(
+                        "",
+                        None,
+                        res.reason,
+                        False,
+                        prompt_tokens,
+                        self._count(res.text),
+                        per_item,
+                        res.text,
+                    )
+                )
+            else:
+                out.append(
+                    Verdict(
+                        "",
+                        [float(r) for r in res.ratings],
+                        None,
+                        False,
+                        prompt_tokens,
+                        self._count(res.text),
+                        per_item,
+                        res.text,
+                    )
+                )
+        return out
+
+    def _forced_pairs(self, items: list[tuple[str, str, str]]) -> list[Any]:
+        """The no-reasoning read-out: the answer is forced to open with `<rating_A>`, and
+        each rating is the expectation over the ten rating tokens there (B's prefix
+        carries A's rounded rating, as the judge would have written it)."""
+        from rollout.judges import JudgeFailure, PairVerdict, round_rating, score_expected_ratings
+        from rollout.prompts import continuation, pairwise_messages
+
+        messages = [pairwise_messages(*item) for item in items]
+        first = score_expected_ratings(
+            self.sampler, [continuation(m, "<rating_A>") for m in messages]
+        )
+        owners = [i for i, s in enumerate(first) if not isinstance(s, JudgeFailure)]
+        second = score_expected_ratings(
+            self.sampler,
+            [
+                continuation(
+                    messages[i], f"<rating_A>{round_rating(first[i][0])}</rating_A>\n<rating_B>"
+                )
+                for i in owners
+            ],
+        )
+        results: list[Any] = list(first)
+        for i, score_b in zip(owners, second, strict=True):
+            score_a = first[i]
+            if isinstance(score_b, JudgeFailure):
+                results[i] = score_b
+            else:
+                results[i] = PairVerdict(
+                    score_a[0], score_b[0], "", rating_mass=(score_a[1], score_b[1])
+                )
+        return results
+
+    def _judge_points(self, mode: str, items: list[tuple[str, str]]) -> list[Verdict]:
+        from rollout.judges import JudgeFailure, PointwiseJudge
+        from rollout.prompts import pointwise_ab_messages
+
+        think = self.think_tokens if mode == "ab_think" else None
+        judge = PointwiseJudge(self.sampler, mode="ab", sampling=self.sampling, think_tokens=think)  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        results = judge.judge(items)
+        per_item = (time.perf_counter() - t0) / max(1, len(items))
+        out: list[Verdict] = []
+        for item, res in zip(items, results, strict=True):
+            prompt_tokens = self._count_prompt(pointwise_ab_messages(*item))
+            if isinstance(res, JudgeFailure):
+                out.append(
+                    Verdict(
+                        "",
+                        None,
+                        res.reason,
+                        False,
+                        prompt_tokens,
+                        self._count(res.text),
+                        per_item,
+                        res.text,
+                    )
+                )
+            else:
+                out.append(
+                    Verdict(
+                        "",
+                        [float(res.value)],
+                        None,
+                        False,
+                        prompt_tokens,
+                        self._count(res.text),
+                        per_item,
+                        res.text,
+                    )
+                )
+        return out
+
+    def _count_prompt(self, messages: Any) -> int | None:
+        encode = getattr(self.sampler, "encode", None)
+        return len(encode(messages)) if callable(encode) else None
+
+    def _count(self, text: str) -> int | None:
+        tokenizer = getattr(self.sampler, "tokenizer", None)
+        if tokenizer is None or not text:
+            return 0 if tokenizer is not None else None
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])

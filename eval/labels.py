@@ -1,0 +1,127 @@
+"""Label candidates by execution through the stage cache (resumable, chunked).
+
+A label is the executor's verdict on one candidate: passed, status, tests run and passed,
+first failure, wall seconds. It is cached under the content of the task's tests and the
+candidate's code (plus the time limit), so reruns, shards and other pools that contain the
+same program reuse it. Candidates whose sampling failed are never executed: their label
+says so (`status="no_candidate"`) and the gate counts them as failures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from eval.cache import StageCache, content_key
+from eval.candidates import Candidate
+
+__all__ = [
+    "INFRA_FAILURES",
+    "label_candidates",
+    "label_key",
+    "task_fingerprint",
+]
+
+# Statuses that say nothing about the candidate: the gate counts them as failed labels.
+INFRA_FAILURES: frozenset[str] = frozenset({"sandbox_error", "no_candidate"})
+
+Progress = Callable[[int], None]
+
+
+def task_fingerprint(task: Any) -> str:
+    """sha256 of what decides a task's verdicts: part of label and output keys.
+
+    rewards.Task exposes `tests_digest()` (tests, helpers, entry point); other task types
+    fall back to their full content.
+    """
+    digest = getattr(task, "tests_digest", None)
+    if callable(digest):
+        return content_key("task", digest())
+    data = dataclasses.asdict(task) if dataclasses.is_dataclass(task) else dict(vars(task))
+    return content_key(json.loads(json.dumps(data, default=str, sort_keys=True)))
+
+
+def label_key(task_fp: str, code: str, timeout_s: float) -> str:
+    """Cache key of one candidate's label."""
+    return content_key("label", task_fp, code, timeout_s)
+
+
+def label_candidates(
+    tasks: Mapping[str, Any],
+    candidates: Sequence[Candidate],
+    executor: Any | None,
+    cache: StageCache,
+    timeout_s: float,
+    chunk: int = 256,
+    progress: Progress | None = None,
+) -> dict[tuple[str, str], dict[str, Any] | None]:
+    """Labels for every candidate, keyed by (task_id, candidate_id).
+
+    Cached labels are reused; the rest are executed in chunks of `chunk` and written to
+    the cache after each chunk. With `executor=None` (the gate's cache-only replay)
+    nothing runs and absent labels come back as None.
+    """
+    fps = {tid: task_fingerprint(task) for tid, task in tasks.items()}
+    out: dict[tuple[str, str], dict[str, Any] | None] = {}
+    todo: list[tuple[str, Candidate]] = []
+    for cand in candidates:
+        ident = (cand.task_id, cand.candidate_id)
+        if cand.error is not None:
+            out[ident] = _no_candidate(cand)
+            continue
+        key = label_key(fps[cand.task_id], cand.code, timeout_s)
+        cached = cache.get(key)
+        if cached is not None:
+            out[ident] = cached
+            if progress:
+                progress(1)
+        elif executor is None:
+            out[ident] = None
+        else:
+            todo.append((key, cand))
+    if executor is None or not todo:
+        return out
+    from rewards import ExecJob
+
+    for start in range(0, len(todo), chunk):
+        batch = todo[start : start + chunk]
+        jobs = [
+            ExecJob(task=tasks[c.task_id], code=c.code or None, candidate_id=c.candidate_id)
+            for _, c in batch
+        ]
+        results = executor.run(jobs)
+        if len(results) != len(jobs):
+            raise RuntimeError(f"executor returned {len(results)} results for {len(jobs)} jobs")
+        entries = []
+        for (key, cand), res in zip(batch, results, strict=True):
+            value = _result_to_label(res)
+            entries.append((key, value))
+            out[(cand.task_id, cand.candidate_id)] = value
+        cache.put_many(entries)
+        if progress:
+            progress(len(batch))
+    return out
+
+
+def _result_to_label(res: Any) -> dict[str, Any]:
+    return {
+        "passed": bool(res.passed),
+        "status": str(res.status),
+        "n_tests": int(res.n_tests),
+        "n_passed": int(res.n_passed),
+        "first_failure": res.first_failure,
+        "wall_s": float(res.wall_s),
+    }
+
+
+def _no_candidate(cand: Candidate) -> dict[str, Any]:
+    return {
+        "passed": False,
+        "status": "no_candidate",
+        "n_tests": 0,
+        "n_passed": 0,
+        "first_failure": f"sampling failed: {cand.error}",
+        "wall_s": 0.0,
+    }

@@ -1,0 +1,232 @@
+"""The benchmark pipeline: candidates -> labels -> selectors -> summary.
+
+One function, `run_pipeline`, runs in two modes:
+
+- `compute`: fill every stage, reusing whatever the cache already holds (resume).
+- `replay`: touch no model and no executor; rebuild everything from the cache alone and
+  record every entry the run needs that is absent ("missing") or holds a failure
+  ("failed"). The integrity gate is built on this mode: it re-derives each label and
+  comparison from the config, checks it against the cache, and compares the replayed
+  selections with the ones the run reported.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from eval.aggregate import summarise
+from eval.cache import StageCache
+from eval.candidates import Candidate, group_by_task
+from eval.config import JUDGE_SELECTORS, EvalConfig
+from eval.labels import INFRA_FAILURES, label_candidates
+from eval.outputs import select_by_agreement
+from eval.selection import Selection, select_first, select_oracle, select_random
+
+__all__ = ["EvalRun", "Issue", "run_pipeline"]
+
+Mode = Literal["compute", "replay"]
+
+
+@dataclass(frozen=True)
+class Issue:
+    """An entry the run needs that is absent or failed, with the reason."""
+
+    stage: str
+    task_id: str
+    item: str
+    kind: Literal["missing", "failed"]
+    reason: str
+
+
+@dataclass
+class EvalRun:
+    """Everything a run produced (or a replay re-derived)."""
+
+    config: EvalConfig
+    mode: Mode
+    task_ids: list[str]
+    candidates: dict[str, list[Candidate]]
+    labels: dict[str, list[dict[str, Any] | None]]
+    selections: dict[str, dict[str, Selection]]
+    judge_records: list[dict[str, Any]] = field(default_factory=list)
+    judge_quality: dict[str, Any] = field(default_factory=dict)
+    issues: list[Issue] = field(default_factory=list)
+    expected: dict[str, int] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    wall_s: dict[str, float] = field(default_factory=dict)
+
+    def bool_labels(self) -> dict[str, list[bool]]:
+        """Labels as booleans (a missing label counts as not passed; the gate flags it)."""
+        return {t: [bool(x and x["passed"]) for x in v] for t, v in self.labels.items()}
+
+
+Reporter = Callable[[str, int], Callable[[int], None]]
+
+
+def _no_progress(_stage: str, _total: int) -> Callable[[int], None]:
+    return lambda _n: None
+
+
+def run_pipeline(
+    cfg: EvalConfig, mode: Mode = "compute", progress: Reporter | None = None
+) -> EvalRun:
+    """Run (or replay) the benchmark described by `cfg`. See the module docstring."""
+    from eval.sources import load_candidates_and_tasks
+
+    progress = progress or _no_progress
+    out_dir = Path(cfg.out_dir)
+    cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else out_dir / "cache"
+    timings: dict[str, float] = {}
+    issues: list[Issue] = []
+
+    t0 = time.perf_counter()
+    tasks, cand_list, sample_issues = load_candidates_and_tasks(cfg, cache_dir, mode, progress)
+    issues.extend(sample_issues)
+    timings["candidates"] = time.perf_counter() - t0
+    candidates = group_by_task(cand_list)
+    task_ids = [tid for tid in tasks if tid in candidates]
+
+    t0 = time.perf_counter()
+    executor = _LazyExecutor(cfg) if mode == "compute" else None
+    try:
+        label_cache = StageCache(cache_dir, "labels")
+        flat = [c for tid in task_ids for c in candidates[tid]]
+        labelled = label_candidates(
+            tasks,
+            flat,
+            executor,
+            label_cache,
+            cfg.executor.timeout_s,
+            cfg.executor.chunk,
+            progress("label", len(flat)),
+        )
+        labels: dict[str, list[dict[str, Any] | None]] = {
+            tid: [labelled[(tid, c.candidate_id)] for c in candidates[tid]] for tid in task_ids
+        }
+        for tid in task_ids:
+            for cand, lab in zip(candidates[tid], labels[tid], strict=True):
+                if lab is None:
+                    issues.append(
+                        Issue("labels", tid, cand.candidate_id, "missing", "no cached label")
+                    )
+                elif lab["status"] in INFRA_FAILURES:
+                    issues.append(
+                        Issue("labels", tid, cand.candidate_id, "failed", str(lab["first_failure"]))
+                    )
+        timings["labels"] = time.perf_counter() - t0
+
+        run = EvalRun(cfg, mode, task_ids, {t: candidates[t] for t in task_ids}, labels, {})
+        run.expected["labels"] = len(flat)
+        if cfg.candidates.source != "pool":
+            run.expected["samples"] = len(flat)
+        bools = run.bool_labels()
+        _run_no_judge(run, tasks, bools, executor, cache_dir, progress, issues, timings)
+    finally:
+        if executor is not None and hasattr(executor, "close"):
+            executor.close()
+
+    judge_names = [s for s in cfg.selectors if s in JUDGE_SELECTORS]
+    if judge_names:
+        from eval.judging import run_judge_selectors
+
+        t0 = time.perf_counter()
+        outcome = run_judge_selectors(cfg, judge_names, tasks, run, cache_dir, mode, progress)
+        run.selections.update(outcome.selections)
+        run.judge_records = outcome.records
+        run.judge_quality = outcome.quality
+        issues.extend(outcome.issues)
+        run.expected.update(outcome.expected)
+        timings["judge"] = time.perf_counter() - t0
+
+    run.issues = issues
+    run.wall_s = timings
+    ordered = {s: run.selections[s] for s in cfg.selectors if s in run.selections}
+    ordered.update({s: v for s, v in run.selections.items() if s not in ordered})
+    run.selections = ordered
+    if task_ids:
+        run.summary = summarise(bools, ordered, n_boot=cfg.bootstrap, seed=cfg.seed)
+    return run
+
+
+def _run_no_judge(
+    run: EvalRun,
+    tasks: dict[str, Any],
+    bools: dict[str, list[bool]],
+    executor: Any,
+    cache_dir: Path,
+    progress: Reporter,
+    issues: list[Issue],
+    timings: dict[str, float],
+) -> None:
+    cfg = run.config
+    simple = {"random": select_random, "first": select_first, "oracle": select_oracle}
+    for name in cfg.selectors:
+        if name in simple:
+            run.selections[name] = {t: simple[name](t, bools[t]) for t in run.task_ids}
+    if "agreement" in cfg.selectors:
+        t0 = time.perf_counter()
+        sels, missing, failed, needed = select_by_agreement(
+            tasks,
+            run.candidates,
+            bools,
+            executor,
+            StageCache(cache_dir, "outputs"),
+            cfg.agreement.inputs,
+            cfg.agreement.max_inputs,
+            cfg.executor.timeout_s,
+            progress("agreement", len(run.task_ids)),
+        )
+        run.selections["agreement"] = sels
+        run.expected["outputs"] = needed
+        issues.extend(Issue("outputs", t, item, "missing", why) for t, item, why in missing)
+        issues.extend(Issue("outputs", t, item, "failed", why) for t, item, why in failed)
+        timings["agreement"] = time.perf_counter() - t0
+
+
+class _LazyExecutor:
+    """Starts the executor on first use, so a fully cached (resumed) run starts none."""
+
+    def __init__(self, cfg: EvalConfig) -> None:
+        self._cfg = cfg
+        self._executor: Any = None
+
+    def _get(self) -> Any:
+        if self._executor is None:
+            self._executor = _make_executor(self._cfg)
+        return self._executor
+
+    @property
+    def workers(self) -> int:
+        """Parallel workers (without starting the executor)."""
+        return self._cfg.executor.workers or os.cpu_count() or 1
+
+    def run(self, jobs: Any) -> Any:
+        """Executor.run."""
+        return self._get().run(jobs)
+
+    def call_outputs(self, *args: Any, **kwargs: Any) -> Any:
+        """Executor.call_outputs."""
+        return self._get().call_outputs(*args, **kwargs)
+
+    def close(self) -> None:
+        """Close the executor if it was started."""
+        if self._executor is not None:
+            self._executor.close()
+
+
+def _make_executor(cfg: EvalConfig) -> Any:
+    """The executor with the configured limits (rewards owns its construction)."""
+    from rewards import Executor
+
+    kwargs: dict[str, Any] = {
+        "timeout_s": cfg.executor.timeout_s,
+        "isolation": cfg.executor.isolation,
+    }
+    if cfg.executor.workers is not None:
+        kwargs["workers"] = cfg.executor.workers
+    return Executor(**kwargs)

@@ -1,0 +1,120 @@
+"""Sample k candidates per task from a model folder or an OpenAI-compatible endpoint.
+
+Each task's k completions are one cache entry keyed by (generator identity, prompt
+messages, sampling parameters, seed, k), so a rerun or a resumed run reuses them. A
+completion that failed (transport error, timeout, backend error) becomes a candidate with
+`error` set: never executed, counted by the gate. In compute mode, cached entries holding
+failures are sampled again; in replay mode an absent entry is reported as missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval.cache import StageCache, content_key
+from eval.candidates import Candidate
+from eval.config import EvalConfig
+from eval.problems import problem_text
+
+if TYPE_CHECKING:
+    from eval.pipeline import Issue
+
+__all__ = ["sample_candidates"]
+
+
+def sample_candidates(
+    cfg: EvalConfig,
+    tasks: Sequence[Any],
+    cache_dir: Path,
+    mode: str,
+    progress: Callable[[str, int], Callable[[int], None]],
+) -> tuple[list[Candidate], list[Issue]]:
+    """k candidates per task (in task order) and the issues found."""
+    from eval.models import make_sampler, model_identity
+    from eval.pipeline import Issue
+    from rewards import extract_code
+    from rollout.prompts import generation_messages
+    from rollout.samplers import SamplingParams
+
+    src = cfg.candidates
+    identity = model_identity(
+        src.model, src.endpoint if src.source == "endpoint" else None, src.served_model
+    )
+    params = SamplingParams(
+        temperature=src.sampling.temperature,
+        top_p=src.sampling.top_p,
+        max_tokens=src.sampling.max_tokens,
+        seed=src.sampling.seed,
+    )
+    cache = StageCache(cache_dir, "samples")
+    prompts = {str(t.task_id): generation_messages(problem_text(t)) for t in tasks}
+    keys = {
+        tid: content_key("sample", identity, prompt, src.sampling.model_dump(), src.k)
+        for tid, prompt in prompts.items()
+    }
+    todo = [tid for tid, key in keys.items() if _needs_sampling(cache.get(key), mode)]
+    if todo and mode == "compute":
+        sampler = make_sampler(
+            src.model,
+            src.endpoint if src.source == "endpoint" else None,
+            src.served_model,
+            src.http,
+            src.batch_size,
+        )
+        advance = progress("sample", len(todo))
+        try:
+            for start in range(0, len(todo), src.batch_size):
+                chunk = todo[start : start + src.batch_size]
+                rows = sampler.generate([prompts[t] for t in chunk], src.k, params)
+                cache.put_many(
+                    (keys[t], {"completions": [_completion_entry(c) for c in row]})
+                    for t, row in zip(chunk, rows, strict=True)
+                )
+                advance(len(chunk))
+        finally:
+            close = getattr(sampler, "close", None)
+            if callable(close):
+                close()
+    candidates: list[Candidate] = []
+    issues: list[Issue] = []
+    for tid in prompts:
+        entry = cache.get(keys[tid])
+        if entry is None:
+            issues.append(Issue("samples", tid, "all", "missing", "no cached samples"))
+            candidates += [
+                Candidate(tid, str(j), "", error="missing from cache") for j in range(src.k)
+            ]
+            continue
+        for j, comp in enumerate(entry["completions"]):
+            if comp["error"] is not None:
+                issues.append(Issue("samples", tid, str(j), "failed", comp["error"]))
+                candidates.append(Candidate(tid, str(j), "", text="", error=comp["error"]))
+                continue
+            code = extract_code(comp["text"]) or ""
+            candidates.append(
+                Candidate(
+                    tid,
+                    str(j),
+                    code,
+                    text=comp["text"],
+                    meta={"finish_reason": comp["finish_reason"]},
+                )
+            )
+    return candidates, issues
+
+
+def _needs_sampling(entry: dict[str, Any] | None, mode: str) -> bool:
+    if mode != "compute":
+        return False
+    return entry is None or any(c["error"] is not None for c in entry["completions"])
+
+
+def _completion_entry(comp: Any) -> dict[str, Any]:
+    return {
+        "text": comp.text,
+        "finish_reason": comp.finish_reason,
+        "error": None if comp.error is None else str(comp.error),
+        "completion_tokens": len(comp.token_ids),
+    }

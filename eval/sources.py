@@ -1,0 +1,53 @@
+"""Where a run's tasks and candidates come from: a pool file, or sampling from a model
+or an endpoint (cached under model, prompt, sampling and seed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval.candidates import Candidate
+from eval.config import EvalConfig
+from eval.pools import load_pool
+from eval.tasks import load_task_set, select_tasks
+
+if TYPE_CHECKING:
+    from eval.pipeline import Issue
+
+__all__ = ["load_candidates_and_tasks"]
+
+
+def load_candidates_and_tasks(
+    cfg: EvalConfig,
+    cache_dir: Path,
+    mode: str,
+    progress: Callable[[str, int], Callable[[int], None]],
+) -> tuple[dict[str, Any], list[Candidate], list[Issue]]:
+    """Tasks (after split, limit and shard) by id, their first-k candidates in order, and
+    issues (failed or, in replay, missing samples)."""
+    src = cfg.candidates
+    if src.source == "pool":
+        assert src.pool is not None
+        all_tasks = load_task_set(cfg.tasks.path, None, cache_dir) if cfg.tasks.path else None
+        pool = load_pool(src.pool, all_tasks)
+        if all_tasks is None:
+            all_tasks = load_task_set(None, pool.task_rows, cache_dir)
+        tasks = select_tasks(all_tasks, cfg.tasks.split, cfg.tasks.limit, cfg.shard)
+        by_id = {str(t.task_id): t for t in tasks}
+        per_task: dict[str, int] = {}
+        chosen: list[Candidate] = []
+        for cand in pool.candidates:
+            if cand.task_id in by_id and per_task.get(cand.task_id, 0) < src.k:
+                per_task[cand.task_id] = per_task.get(cand.task_id, 0) + 1
+                chosen.append(cand)
+        return by_id, chosen, []  # a pool's candidates are data: nothing can have failed
+    from eval.sampling import sample_candidates
+
+    assert cfg.tasks.path is not None
+    tasks = select_tasks(
+        load_task_set(cfg.tasks.path, None, cache_dir), cfg.tasks.split, cfg.tasks.limit, cfg.shard
+    )
+    by_id = {str(t.task_id): t for t in tasks}
+    cands, issues = sample_candidates(cfg, list(by_id.values()), cache_dir, mode, progress)
+    return by_id, cands, issues

@@ -1,0 +1,102 @@
+"""Config validation, the quick command line's errors, task selection and W&B logging."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from eval.cli import register
+from eval.config import EvalConfig
+from eval.runner import finish
+from eval.tasks import select_tasks
+from rollout.config import ConfigError, parse_config
+
+
+def _cli(args: list[str]) -> tuple[int, str]:
+    root = typer.Typer()
+    register(root)
+
+    @root.callback()
+    def _root() -> None:
+        pass
+
+    result = CliRunner().invoke(root, ["eval", *args])
+    return result.exit_code, result.output + str(result.exception or "")
+
+
+def test_config_errors_name_field_and_allowed_values() -> None:
+    with pytest.raises(ConfigError, match=r"selectors\.0 = 'best' is invalid.*'random', 'first'"):
+        parse_config({"candidates": {"pool": "p.jsonl"}, "selectors": ["best"]}, EvalConfig)
+    with pytest.raises(ConfigError, match=r"candidates\.source='model' needs candidates\.model"):
+        parse_config({"candidates": {"source": "model"}, "tasks": {"path": "t"}}, EvalConfig)
+    with pytest.raises(ConfigError, match=r"tasks\.path is required"):
+        parse_config({"candidates": {"source": "endpoint", "endpoint": "http://x/v1"}}, EvalConfig)
+    with pytest.raises(ConfigError, match=r"candidates\.k"):
+        parse_config({"candidates": {"pool": "p", "k": 0}}, EvalConfig)
+    with pytest.raises(ConfigError, match="shard"):
+        parse_config({"candidates": {"pool": "p"}, "shard": "2/2"}, EvalConfig)
+
+
+def test_quick_cli_usage_errors(tmp_path: Path) -> None:
+    code, out = _cli(["--tasks", "t.jsonl", "--k", "2"])
+    assert code != 0 and "needs one of --model, --endpoint, --pool" in out
+    code, out = _cli(["--pool", "p", "--model", "m"])
+    assert code != 0 and "at most one of" in out
+    code, out = _cli(["--pool", "p", "--selectors", "random,magic"])
+    assert code == 2 and "selectors.1" in out
+
+
+@dataclass
+class _T:
+    task_id: str
+
+
+def test_select_tasks_split_limit_shard() -> None:
+    tasks = [_T(f"Mbpp/{i}") for i in (5, 11, 12, 13, 510, 511)]
+    assert [t.task_id for t in select_tasks(tasks, "mbpp_test")] == [
+        "Mbpp/11",
+        "Mbpp/12",
+        "Mbpp/13",
+        "Mbpp/510",
+    ]
+    assert [t.task_id for t in select_tasks(tasks, "mbpp_test", limit=3, shard="1/2")] == [
+        "Mbpp/12"
+    ]
+    shards = [select_tasks(tasks, shard=f"{i}/3") for i in range(3)]
+    assert sorted(t.task_id for s in shards for t in s) == sorted(t.task_id for t in tasks)
+
+
+def test_wandb_offline_logging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real wandb library, offline: tables and images land in a local run folder."""
+    from eval.gate import GateResult
+    from eval.pipeline import EvalRun
+    from eval.selection import select_first, select_oracle
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    cfg = EvalConfig.model_validate(
+        {
+            "out_dir": str(tmp_path),
+            "candidates": {"pool": "p.jsonl"},
+            "wandb": {"enabled": True},
+            "bootstrap": 100,
+        }
+    )
+    labels = {"a": [True, False], "b": [False, False]}
+    run = EvalRun(cfg, "compute", ["a", "b"], {}, {}, {})
+    run.selections = {
+        "first": {t: select_first(t, v) for t, v in labels.items()},
+        "oracle": {t: select_oracle(t, v) for t, v in labels.items()},
+    }
+    from eval.aggregate import summarise
+
+    run.summary = summarise(labels, run.selections, n_boot=100)
+    outcome = finish(run, GateResult("PASS", [], 0.0), tmp_path)
+    assert json.loads((tmp_path / "summary.json").read_text())["verdict"] == "PASS"
+    assert "Integrity gate: PASS" in outcome.report_text
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))

@@ -1,0 +1,73 @@
+"""`pairrl train CONFIG [--set k=v ...] [--dry-run] [--resume] [--out DIR]`.
+
+Also the command accelerate runs on every process:
+``accelerate launch --config_file configs/accelerate/X.yaml "$(which pairrl)" train CONFIG``.
+Heavy imports happen inside the command so `pairrl --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+__all__ = ["register", "train_cmd"]
+
+
+def train_cmd(
+    config: Path = typer.Argument(
+        ..., help="Training YAML (kind: train), e.g. configs/tiny_cpu.yaml."
+    ),
+    set_: list[str] = typer.Option(
+        [], "--set", help="Dotted override, repeatable: --set batch.max_steps=5"
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the resolved plan and exit without loading a model."
+    ),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue from the last checkpoint in the run folder."
+    ),
+    out: str | None = typer.Option(
+        None, "--out", help="Run folder (default: checkpoint.output_dir/logging.run_name)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
+    processes: int | None = typer.Option(
+        None,
+        "--processes",
+        min=1,
+        help="With --dry-run: plan for N processes (default: this launch).",
+    ),
+) -> None:
+    """Train with PairRL (or the PointRL / GRPO baselines) on TRL's GRPOTrainer."""
+    from rollout.config import ConfigError, load_config
+    from train.config import TrainConfig
+    from train.plan import format_plan, resolve_plan
+
+    try:
+        cfg = load_config(config, TrainConfig, list(set_))
+        plan = resolve_plan(cfg, num_processes=processes if dry_run else None, out=out)
+    except ConfigError as err:
+        typer.echo(str(err), err=True)
+        raise typer.Exit(2) from None
+    if dry_run:
+        if as_json:
+            typer.echo(json.dumps(plan.as_dict(), indent=2))
+        else:
+            typer.echo(f"plan for {config} (dry run, no model loaded)")
+            typer.echo(format_plan(plan))
+        return
+    from train.run import run_training
+
+    try:
+        summary = run_training(cfg, plan, resume=resume)
+    except ConfigError as err:
+        typer.echo(str(err), err=True)
+        raise typer.Exit(2) from None
+    if summary["main_process"]:  # one summary per launch, not one per process
+        typer.echo(json.dumps(summary, indent=2))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `pairrl train` to the root CLI (entry point `pairrl.commands: train`)."""
+    app.command("train")(train_cmd)

@@ -1,0 +1,308 @@
+"""The training run config: one YAML file, validated before any model loads.
+
+Every field has a description and bounds; cross-field rules (the rollout split, the
+engine's settings) are checked here so that a bad file fails with a message naming the
+field and the allowed values (see ``rollout.config``). The schema says *what* to run;
+``train.plan`` derives the batch arithmetic and maps it onto TRL's ``GRPOConfig``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from rollout.config import PairrlModel
+
+__all__ = [
+    "BatchConfig",
+    "CheckpointConfig",
+    "DataConfig",
+    "EngineConfig",
+    "ExecutorConfig",
+    "LoggingConfig",
+    "LossConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "PhaseSampling",
+    "RewardConfig",
+    "RolloutConfig",
+    "SamplingConfig",
+    "TrainConfig",
+    "WarmStartConfig",
+]
+
+Mode = Literal["pairrl", "pointrl", "grpo"]
+
+
+class ModelConfig(PairrlModel):
+    """The policy: one model writes solutions and judges them."""
+
+    path: str = Field(description="HF hub id or local folder saved with save_pretrained")
+    build_tiny: bool = Field(
+        default=False,
+        description="build the tiny random test model at `path` when the folder is missing",
+    )
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        default="float32", description="weights dtype when loading (float32 on CPU)"
+    )
+    attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = Field(
+        default=None, description="attention kernel; null lets transformers choose"
+    )
+    gradient_checkpointing: bool = Field(
+        default=False, description="trade compute for activation memory"
+    )
+    chat_template_kwargs: dict[str, bool | str | int] = Field(
+        default_factory=dict,
+        description="extra arguments for the chat template (e.g. enable_thinking: false)",
+    )
+
+
+class DataConfig(PairrlModel):
+    """Where the training problems come from."""
+
+    source: Literal["tiny_code", "file", "hub"] = Field(
+        description="tiny_code: the built-in permissive CPU task set; file: a local task file "
+        "read by rewards.load_tasks; hub: a datasets hub id (e.g. DeepCoder)"
+    )
+    path: str | None = Field(
+        default=None, description="file path (source=file) or hub dataset id (source=hub)"
+    )
+    subsets: list[str] = Field(
+        default_factory=list, description="hub dataset configs to concatenate (source=hub)"
+    )
+    split: str = Field(default="train", description="dataset split (source=hub)")
+    max_problems: int | None = Field(
+        default=None, ge=1, description="keep only the first N problems (after shuffling)"
+    )
+    shuffle_seed: int = Field(default=0, ge=0, description="seed for shuffling the problem list")
+
+    @model_validator(mode="after")
+    def _path_needed(self) -> DataConfig:
+        if self.source in ("file", "hub") and not self.path:
+            raise ValueError(f"data.path is required when data.source = {self.source!r}")
+        return self
+
+
+class RolloutConfig(PairrlModel):
+    """How each problem's rollout budget G is split between solving and judging."""
+
+    mode: Mode = Field(
+        default="pairrl",
+        description="pairrl: pairwise judgements of on-policy pairs; pointrl: pointwise "
+        "judgements of single solutions; grpo: all G samples are solutions (baseline)",
+    )
+    group_size: int = Field(default=8, ge=2, le=256, description="G: samples per problem")
+    num_solutions: int = Field(
+        default=4, ge=2, le=256, description="G_gen: solution samples per problem"
+    )
+    num_judgements: int = Field(
+        default=4, ge=0, le=256, description="G_ver: verification samples per problem"
+    )
+    pair_seed: int = Field(default=0, ge=0, description="seed for pair choice and A/B order")
+
+    @model_validator(mode="after")
+    def _split_adds_up(self) -> RolloutConfig:
+        if self.mode == "grpo":
+            if self.num_solutions != self.group_size or self.num_judgements != 0:
+                raise ValueError(
+                    f"mode 'grpo' uses all G samples for solutions: need num_solutions = "
+                    f"group_size ({self.group_size}) and num_judgements = 0, got "
+                    f"{self.num_solutions} + {self.num_judgements}"
+                )
+        else:
+            if self.num_judgements < 1:
+                raise ValueError(f"mode {self.mode!r} needs num_judgements >= 1")
+            if self.num_solutions + self.num_judgements != self.group_size:
+                raise ValueError(
+                    f"num_solutions + num_judgements must equal group_size: "
+                    f"{self.num_solutions} + {self.num_judgements} != {self.group_size}"
+                )
+        return self
+
+
+class RewardConfig(PairrlModel):
+    """The verification reward and how judgement advantages are formed and weighted."""
+
+    lambda_ver: float = Field(
+        default=1.0, ge=0.0, le=100.0, description="lambda: J = J_gen + lambda * J_ver"
+    )
+    threshold: float = Field(
+        default=0.2, ge=0.0, le=1.0, description="reward only when |v - y| <= threshold"
+    )
+    normalisation: Literal["minus_one_over_nine", "over_ten"] = Field(
+        default="minus_one_over_nine", description="rating r -> v: (r-1)/9 or r/10"
+    )
+    judgement_baseline: Literal["batch", "problem"] = Field(
+        default="batch",
+        description="baseline for judgement advantages: the mean over all judgement rows of "
+        "the batch (the paper's) or over the problem's own judgement rows",
+    )
+
+
+class PhaseSampling(PairrlModel):
+    """Decoding settings for one phase (solutions or judgements)."""
+
+    temperature: float = Field(default=0.6, gt=0.0, le=5.0, description="sampling temperature")
+    top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="nucleus sampling mass")
+    max_tokens: int = Field(default=1024, ge=1, le=131072, description="completion token cap")
+
+
+class SamplingConfig(PairrlModel):
+    """Per-phase decoding. TRL scores log-probs at the solution temperature (see README)."""
+
+    solution: PhaseSampling = Field(default_factory=PhaseSampling, description="solution phase")
+    judgement: PhaseSampling = Field(default_factory=PhaseSampling, description="judgement phase")
+
+
+class EngineConfig(PairrlModel):
+    """Which generation path TRL uses for both phases."""
+
+    kind: Literal["hf", "vllm_colocate", "vllm_server"] = Field(
+        default="hf", description="hf: transformers generate; vllm_*: TRL's vLLM modes"
+    )
+    gpu_memory_utilization: float = Field(
+        default=0.3, gt=0.0, le=1.0, description="vLLM colocate: share of GPU memory"
+    )
+    tensor_parallel_size: int = Field(default=1, ge=1, le=64, description="vLLM colocate TP")
+    enable_sleep_mode: bool = Field(
+        default=False, description="vLLM colocate: offload weights between generations"
+    )
+    server_base_url: str | None = Field(
+        default=None, description="vLLM server URL (trl vllm-serve); overrides host/port"
+    )
+    server_host: str = Field(default="0.0.0.0", description="vLLM server host")
+    server_port: int = Field(default=8000, ge=1, le=65535, description="vLLM server port")
+    server_timeout_s: float = Field(default=240.0, gt=0, description="wait for the server")
+    importance_sampling_correction: bool = Field(
+        default=True, description="vLLM: correct the sampler/trainer log-prob mismatch"
+    )
+
+
+class LossConfig(PairrlModel):
+    """TRL loss settings (paper: DAPO token-mean, clip 0.2/0.28, no KL, no std scaling)."""
+
+    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = Field(
+        default="dapo", description="how per-token losses are aggregated (TRL loss_type)"
+    )
+    epsilon_low: float = Field(default=0.2, gt=0.0, le=1.0, description="lower clip epsilon")
+    epsilon_high: float = Field(default=0.28, gt=0.0, le=10.0, description="upper clip epsilon")
+    beta: float = Field(default=0.0, ge=0.0, le=10.0, description="KL coefficient (0: no ref)")
+    scale_rewards: Literal["none", "group", "batch"] = Field(
+        default="none",
+        description="divide advantages by the std of their baseline set (group) or of "
+        "all rows of their sample type (batch); none is Dr. GRPO's",
+    )
+    mask_truncated_completions: bool = Field(
+        default=False, description="exclude completions cut at max_tokens from the loss"
+    )
+    num_iterations: int = Field(
+        default=1, ge=1, le=16, description="optimisation passes per generated batch"
+    )
+
+
+class OptimConfig(PairrlModel):
+    """Optimiser and schedule."""
+
+    lr: float = Field(default=1e-6, gt=0.0, le=1.0, description="peak learning rate")
+    weight_decay: float = Field(default=0.0, ge=0.0, le=1.0, description="AdamW weight decay")
+    warmup_steps: int = Field(default=0, ge=0, description="linear warmup steps")
+    scheduler: Literal["constant", "constant_with_warmup", "linear", "cosine"] = Field(
+        default="constant_with_warmup", description="learning-rate schedule"
+    )
+    max_grad_norm: float = Field(default=1.0, gt=0.0, description="gradient clipping norm")
+    optimizer: Literal["adamw_torch", "adamw_torch_fused", "adamw_8bit"] = Field(
+        default="adamw_torch", description="transformers optimizer name"
+    )
+
+
+class BatchConfig(PairrlModel):
+    """Problems per optimiser step and how they are split over processes and micro-steps."""
+
+    problems_per_step: int = Field(
+        default=64, ge=1, description="problems per optimiser step, over all processes"
+    )
+    gradient_accumulation_steps: int = Field(
+        default=1, ge=1, description="micro-batches per optimiser step on each process"
+    )
+    max_steps: int = Field(default=150, ge=1, description="optimiser steps to run")
+    bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only)")
+
+
+class ExecutorConfig(PairrlModel):
+    """The sandbox that labels solutions (rewards.Executor)."""
+
+    num_workers: int | None = Field(
+        default=None, ge=1, le=1024, description="sandbox workers; null = one per core"
+    )
+    timeout_s: float = Field(default=6.0, gt=0.0, le=600.0, description="per-candidate limit")
+    isolation: Literal["bwrap", "process"] = Field(
+        default="bwrap",
+        description="bwrap: bubblewrap sandbox (required for untrusted code); process: "
+        "rlimits only, for machines without bubblewrap",
+    )
+
+
+class WarmStartConfig(PairrlModel):
+    """Optional supervised warm start on the task set's reference answers (tiny models)."""
+
+    steps: int = Field(default=0, ge=0, description="SFT steps before RL (0 = none)")
+    lr: float = Field(default=3e-3, gt=0.0, le=1.0, description="SFT learning rate")
+    batch_size: int = Field(default=16, ge=1, description="SFT batch size")
+
+
+class LoggingConfig(PairrlModel):
+    """Console and W&B logging."""
+
+    wandb: Literal["offline", "online", "disabled"] = Field(
+        default="offline", description="W&B mode (offline needs no network)"
+    )
+    project: str = Field(default="pairrl", description="W&B project")
+    run_name: str = Field(default="pairrl", description="run name (also the output folder)")
+    log_every: int = Field(default=1, ge=1, description="log metrics every N steps")
+    completions_table: bool = Field(
+        default=True, description="log a completions table with the sample type"
+    )
+    num_completions_to_print: int = Field(
+        default=0, ge=0, description="completions printed to the console per log"
+    )
+
+
+class CheckpointConfig(PairrlModel):
+    """Checkpoints: plain save_pretrained folders plus trainer state, for --resume."""
+
+    every_steps: int = Field(default=50, ge=1, description="save every N optimiser steps")
+    keep_last: int = Field(default=3, ge=1, description="keep the last K checkpoints")
+    output_dir: str = Field(default="runs", description="parent folder of the run folder")
+
+
+class TrainConfig(PairrlModel):
+    """A PairRL (or PointRL / GRPO baseline) training run."""
+
+    kind: Literal["train"] = Field(description="config kind; always 'train' here")
+    seed: int = Field(default=0, ge=0, description="global seed (model init, data, sampling)")
+    model: ModelConfig = Field(description="the policy model")
+    data: DataConfig = Field(description="training problems")
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="budget split")
+    reward: RewardConfig = Field(default_factory=RewardConfig, description="rewards")
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="decoding")
+    engine: EngineConfig = Field(default_factory=EngineConfig, description="generation engine")
+    loss: LossConfig = Field(default_factory=LossConfig, description="TRL loss settings")
+    optim: OptimConfig = Field(default_factory=OptimConfig, description="optimiser")
+    batch: BatchConfig = Field(default_factory=BatchConfig, description="batch arithmetic")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="sandbox")
+    warm_start: WarmStartConfig = Field(
+        default_factory=WarmStartConfig, description="optional SFT warm start"
+    )
+    logging: LoggingConfig = Field(default_factory=LoggingConfig, description="logging")
+    checkpoint: CheckpointConfig = Field(
+        default_factory=CheckpointConfig, description="checkpointing"
+    )
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> TrainConfig:
+        if self.batch.bf16 and self.model.dtype == "float16":
+            raise ValueError("batch.bf16 = true needs model.dtype float32 or bfloat16")
+        if self.engine.kind == "vllm_server" and self.engine.enable_sleep_mode:
+            raise ValueError("engine.enable_sleep_mode applies to vllm_colocate only")
+        return self

@@ -1,0 +1,100 @@
+"""Per-step training metrics from the batch's row records (pure; gathered rows in, dict out).
+
+A judged item is one solution inside a judgement (2 per pair, 1 pointwise). The judge
+says "yes" to an item when its normalised rating v >= 0.5 (rating >= 6 on 1..10 with
+(r-1)/9), the same cut the selection benchmark uses for the pointwise yes-rate.
+Metrics whose denominator is empty are omitted rather than reported as 0.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from rewards import normalise_rating
+from train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord
+
+__all__ = ["YES_CUT", "step_metrics"]
+
+YES_CUT = 0.5
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def step_metrics(
+    rows: Sequence[RowRecord], normalisation: str = "minus_one_over_nine"
+) -> dict[str, float]:
+    """Metrics for one step: pass rate, verification reward, judge quality, pair mix, tokens."""
+    solutions = [r for r in rows if r.sample_type == SOLUTION]
+    judgements = [r for r in rows if r.sample_type == JUDGEMENT]
+    empty = [r for r in rows if r.sample_type == NO_PAIR]
+    slots = len(judgements) + len(empty)
+    out: dict[str, float | None] = {
+        "pairrl/solution_pass_rate": _ratio(sum(bool(r.passed) for r in solutions), len(solutions)),
+        "pairrl/solution_reward": _ratio(sum(r.reward or 0.0 for r in solutions), len(solutions)),
+        "pairrl/verification_reward": _ratio(
+            sum(r.reward or 0.0 for r in judgements), len(judgements)
+        ),
+        "pairrl/parse_failure_rate": _ratio(
+            sum(r.parse_failure is not None for r in judgements), len(judgements)
+        ),
+        "pairrl/pairs_correct_incorrect": _ratio(
+            sum(r.pair_kind == "correct_incorrect" for r in judgements), slots
+        ),
+        "pairrl/pairs_correct_correct": _ratio(
+            sum(r.pair_kind == "correct_correct" for r in judgements), slots
+        ),
+        "pairrl/pairs_none": _ratio(len(empty), slots),
+        "pairrl/no_pair_rows": float(len(empty)) if slots else None,
+        "pairrl/problems_without_pair": float(
+            len({r.group for r in empty} - {r.group for r in judgements})
+        )
+        if slots
+        else None,
+        "tokens/solution": float(sum(r.completion_tokens for r in solutions)),
+        "tokens/judgement": float(sum(r.completion_tokens for r in judgements)),
+    }
+    out.update(_judge_quality(judgements, normalisation))
+    out.update(_position_bias(judgements))
+    for status, count in sorted(Counter(r.exec_status or "unknown" for r in solutions).items()):
+        out[f"exec/{status}"] = float(count)
+    return {k: float(v) for k, v in out.items() if v is not None}
+
+
+def _judge_quality(judgements: Sequence[RowRecord], normalisation: str) -> dict[str, float | None]:
+    """Balanced accuracy, yes-rate and true correct rate over parsed judged items."""
+    tp = fn = tn = fp = 0
+    for row in judgements:
+        if row.ratings is None:
+            continue
+        for rating, label in zip(row.ratings, row.labels, strict=True):
+            yes = normalise_rating(rating, normalisation) >= YES_CUT
+            if label:
+                tp += yes
+                fn += not yes
+            else:
+                tn += not yes
+                fp += yes
+    items = tp + fn + tn + fp
+    tpr, tnr = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
+    return {
+        "judge/balanced_accuracy": (tpr + tnr) / 2 if tpr is not None and tnr is not None else None,
+        "judge/yes_rate": _ratio(tp + fp, items),
+        "judge/true_correct_rate": _ratio(tp + fn, items),
+        "judge/items": float(items),
+    }
+
+
+def _position_bias(judgements: Sequence[RowRecord]) -> dict[str, float | None]:
+    """On parsed correct-incorrect pairs: how often A is rated above B (ties count half)."""
+    wins = 0.0
+    pairs = 0
+    for row in judgements:
+        if row.pair_kind != "correct_incorrect" or row.ratings is None or len(row.ratings) != 2:
+            continue
+        pairs += 1
+        ra, rb = row.ratings
+        wins += 1.0 if ra > rb else 0.5 if ra == rb else 0.0
+    return {"judge/a_position_win_rate": _ratio(wins, pairs)}

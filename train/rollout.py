@@ -1,0 +1,385 @@
+"""The PairRL rollout, plugged into TRL through ``GRPOTrainer(rollout_func=...)``.
+
+TRL calls ``rollout(prompts, trainer)`` with this process's slice of the generation batch:
+each problem repeated G times consecutively. For every problem the rollout
+
+1. generates G_gen solutions with the policy through TRL's own generation path
+   (transformers ``generate`` or TRL's vLLM colocate/server engine),
+2. labels them with the sandboxed executor,
+3. picks what to judge: on-policy pairs (PairRL, ``rollout.pairs``) or single solutions
+   (PointRL); GRPO mode stops after step 2,
+4. generates the judgements with the same policy and scores them with the paper's
+   verification reward,
+
+and returns G rows per problem in TRL's order (``train.layout``) with the per-row
+sample type and reward as extra fields, an ``env_mask`` that zeroes the loss on
+``no_pair`` rows, and a :class:`RowRecord` per row kept for the trainer's advantage
+override and metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
+from rewards.results import ExecJob, ExecResult
+from rewards.tasks import Task
+from train.config import TrainConfig
+from train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord, group_layout
+from train.selection import pointwise_targets, step_seed
+
+__all__ = ["Generator", "PairRLRollout", "PromptKit", "RolloutError"]
+
+Messages = list[dict[str, str]]
+
+
+class RolloutError(RuntimeError):
+    """The batch TRL handed over, or what a dependency returned, breaks an invariant."""
+
+
+class Generator(Protocol):
+    """Generates completions for token-id prompts in one phase ('solution' or 'judgement')."""
+
+    def generate(
+        self, prompt_ids: list[list[int]], phase: str, num_generations: int
+    ) -> tuple[list[list[int]], list[list[float]] | None]: ...
+
+
+@dataclass(frozen=True)
+class PromptKit:
+    """The prompt builders and pair constructor the rollout uses (``rollout`` owns them)."""
+
+    generation: Callable[[Task], Messages]
+    pairwise: Callable[[Task, str, str], Messages]
+    pointwise: Callable[[Task, str], Messages]
+    for_judge: Callable[[str], str]
+    build_pairs: Callable[[Sequence[bool], int, int], Any]
+
+
+@dataclass
+class _Group:
+    """One problem's working state during a rollout."""
+
+    index: int  # global index in the batch
+    task: Task
+    prompt_ids: list[int]
+    solution_texts: list[str] = field(default_factory=list)
+    solution_ids: list[list[int]] = field(default_factory=list)
+    solution_logprobs: list[list[float]] | None = None
+    results: list[ExecResult] = field(default_factory=list)
+    judged: list[tuple[int, ...]] = field(default_factory=list)
+    pair_kinds: list[str | None] = field(default_factory=list)
+
+
+class PairRLRollout:
+    """Callable ``rollout_func`` for ``GRPOTrainer`` (see module docstring).
+
+    ``label`` runs executor jobs and returns one result per job, in order.
+    ``generator_factory`` builds the phase generator from the trainer (the TRL path in
+    production, a scripted one in tests). ``tokenize`` renders chat messages to prompt
+    ids (chat template with the generation prompt); ``decode`` turns completion ids to text.
+    """
+
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        tasks_by_prompt: dict[str, Task],
+        label: Callable[[list[ExecJob]], list[ExecResult]],
+        prompts: PromptKit,
+        tokenize: Callable[[Messages], list[int]],
+        decode: Callable[[list[int]], str],
+        eos_token_id: int,
+        generator_factory: Callable[[Any], Generator],
+    ) -> None:
+        self.cfg = cfg
+        self.tasks_by_prompt = tasks_by_prompt
+        self.label = label
+        self.prompts = prompts
+        self.tokenize = tokenize
+        self.decode = decode
+        self.eos_token_id = eos_token_id
+        self.generator_factory = generator_factory
+        self.records: list[RowRecord] = []
+        self.timings: dict[str, float] = {}
+        self.fillers = 0  # judgement prompts generated only to keep processes in step
+        self.calls = 0
+
+    # -- TRL entry point ------------------------------------------------------------------
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        """Build this process's rows for TRL; keeps ``self.records`` for the trainer."""
+        g = self.cfg.rollout.group_size
+        process_index = getattr(getattr(trainer, "accelerator", None), "process_index", 0)
+        step = getattr(getattr(trainer, "state", None), "global_step", 0)
+        groups = self._groups(prompts, g, process_index)
+        generator = self.generator_factory(trainer)
+        timings: dict[str, float] = {}
+
+        t0 = time.perf_counter()
+        self._generate_solutions(groups, generator)
+        timings["generate"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        self._label(groups, step)
+        timings["execute"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        judge_rows = (
+            self._judge(groups, generator, step, trainer) if self.cfg.rollout.num_judgements else {}
+        )
+        timings["judge"] = time.perf_counter() - t0
+
+        out = self._assemble(groups, judge_rows)
+        self.timings = timings
+        self.calls += 1
+        return out
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _groups(self, prompts: list[Any], g: int, process_index: int) -> list[_Group]:
+        if len(prompts) % g:
+            raise RolloutError(
+                f"got {len(prompts)} prompts, not a multiple of group_size {g}: each process "
+                "must hold whole problem groups (see train.plan)"
+            )
+        num_local = len(prompts) // g
+        groups = []
+        for k in range(num_local):
+            block = prompts[k * g : (k + 1) * g]
+            key = _prompt_key(block[0])
+            if any(_prompt_key(p) != key for p in block):
+                raise RolloutError(f"rows {k * g}..{(k + 1) * g - 1} are not one problem repeated")
+            task = self.tasks_by_prompt.get(key)
+            if task is None:
+                raise RolloutError(f"prompt of rows {k * g}.. matches no training task")
+            ids = self.tokenize(self.prompts.generation(task))
+            groups.append(_Group(index=process_index * num_local + k, task=task, prompt_ids=ids))
+        return groups
+
+    def _generate_solutions(self, groups: list[_Group], generator: Generator) -> None:
+        n = self.cfg.rollout.num_solutions
+        prompt_ids = [grp.prompt_ids for grp in groups for _ in range(n)]
+        ids, logprobs = generator.generate(prompt_ids, "solution", n)
+        if len(ids) != len(prompt_ids):
+            raise RolloutError(
+                f"generator returned {len(ids)} solutions for {len(prompt_ids)} prompts"
+            )
+        texts = self._decode(ids)
+        for k, grp in enumerate(groups):
+            grp.solution_ids = ids[k * n : (k + 1) * n]
+            grp.solution_texts = texts[k * n : (k + 1) * n]
+            grp.solution_logprobs = None if logprobs is None else logprobs[k * n : (k + 1) * n]
+
+    def _label(self, groups: list[_Group], step: int) -> None:
+        jobs = [
+            ExecJob(
+                task=grp.task, code=extract_code(text), candidate_id=f"s{step}-p{grp.index}-{i}"
+            )
+            for grp in groups
+            for i, text in enumerate(grp.solution_texts)
+        ]
+        results = self.label(jobs)
+        if len(results) != len(jobs):
+            raise RolloutError(f"executor returned {len(results)} results for {len(jobs)} jobs")
+        n = self.cfg.rollout.num_solutions
+        for k, grp in enumerate(groups):
+            grp.results = list(results[k * n : (k + 1) * n])
+            for job, res in zip(jobs[k * n : (k + 1) * n], grp.results, strict=True):
+                if res.candidate_id != job.candidate_id:
+                    raise RolloutError(
+                        f"executor result {res.candidate_id} for job {job.candidate_id}"
+                    )
+
+    def _judge(
+        self, groups: list[_Group], generator: Generator, step: int, trainer: Any
+    ) -> dict[tuple[int, int], tuple[list[int], list[int], list[float] | None, str]]:
+        """Pick what each slot judges, generate the judgements; keyed by (group, slot)."""
+        slots: list[tuple[int, int]] = []
+        prompt_ids: list[list[int]] = []
+        for k, grp in enumerate(groups):
+            labels = [r.passed for r in grp.results]
+            seed = step_seed(self.cfg.rollout.pair_seed, step, grp.index)
+            grp.judged, grp.pair_kinds = self._targets(labels, seed)
+            for slot, judged in enumerate(grp.judged):
+                texts = [self.prompts.for_judge(grp.solution_texts[i]) for i in judged]
+                messages = (
+                    self.prompts.pairwise(grp.task, texts[0], texts[1])
+                    if len(judged) == 2
+                    else self.prompts.pointwise(grp.task, texts[0])
+                )
+                slots.append((k, slot))
+                prompt_ids.append(self.tokenize(messages))
+        real = len(prompt_ids)
+        target = _padded_count(real, trainer)
+        self.fillers = target - real
+        if target == 0:
+            return {}
+        filler = groups[0].prompt_ids
+        ids, logprobs = generator.generate(prompt_ids + [filler] * (target - real), "judgement", 1)
+        if len(ids) != target:
+            raise RolloutError(f"generator returned {len(ids)} judgements for {target} prompts")
+        texts = self._decode(ids[:real])
+        return {
+            slot: (prompt_ids[j], ids[j], None if logprobs is None else logprobs[j], texts[j])
+            for j, slot in enumerate(slots)
+        }
+
+    def _targets(
+        self, labels: list[bool], seed: int
+    ) -> tuple[list[tuple[int, ...]], list[str | None]]:
+        n_ver = self.cfg.rollout.num_judgements
+        if self.cfg.rollout.mode == "pointrl":
+            return [(i,) for i in pointwise_targets(labels, n_ver, seed)], [None] * n_ver
+        plan = self.prompts.build_pairs(labels, n_ver, seed)
+        pairs = [tuple(p) for p in plan.pairs]
+        kinds = list(plan.kinds)
+        if len(pairs) > n_ver or len(kinds) != len(pairs):
+            raise RolloutError(
+                f"pair plan has {len(pairs)} pairs / {len(kinds)} kinds for {n_ver} slots"
+            )
+        for (a, b), kind in zip(pairs, kinds, strict=True):
+            if not labels[a] and not labels[b]:
+                raise RolloutError(f"pair plan holds an incorrect-incorrect pair ({a}, {b})")
+            if kind not in ("correct_incorrect", "correct_correct"):
+                raise RolloutError(f"unknown pair kind {kind!r}")
+        return pairs, kinds
+
+    def _assemble(
+        self,
+        groups: list[_Group],
+        judge_rows: dict[tuple[int, int], tuple[list[int], list[int], list[float] | None, str]],
+    ) -> dict[str, Any]:
+        cfg = self.cfg
+        out: dict[str, list[Any]] = {
+            "prompt_ids": [],
+            "completion_ids": [],
+            "logprobs": [],
+            "env_mask": [],
+            "pairrl_sample_type": [],
+            "pairrl_reward": [],
+            "pairrl_detail": [],
+        }
+        has_logprobs = all(grp.solution_logprobs is not None for grp in groups)
+        records: list[RowRecord] = []
+
+        def add(
+            record: RowRecord,
+            prompt: list[int],
+            completion: list[int],
+            lp: list[float] | None,
+            mask: int,
+            detail: str,
+        ) -> None:
+            record.check()
+            records.append(record)
+            out["prompt_ids"].append(prompt)
+            out["completion_ids"].append(completion)
+            out["logprobs"].append(lp if lp is not None else [0.0] * len(completion))
+            out["env_mask"].append([mask] * len(completion))
+            out["pairrl_sample_type"].append(record.sample_type)
+            out["pairrl_reward"].append(record.reward)
+            out["pairrl_detail"].append(detail)
+
+        for k, grp in enumerate(groups):
+            layout = group_layout(
+                cfg.rollout.num_solutions, cfg.rollout.num_judgements, len(grp.judged)
+            )
+            for i, (ids, res) in enumerate(zip(grp.solution_ids, grp.results, strict=True)):
+                lp = grp.solution_logprobs[i] if grp.solution_logprobs is not None else None
+                record = RowRecord(
+                    group=grp.index,
+                    sample_type=SOLUTION,
+                    reward=1.0 if res.passed else 0.0,
+                    completion_tokens=len(ids),
+                    task_id=grp.task.task_id,
+                    passed=res.passed,
+                    exec_status=res.status,
+                )
+                add(record, grp.prompt_ids, ids, lp, 1, f"solution {i}: {res.status}")
+            for slot, kind in enumerate(layout[cfg.rollout.num_solutions :]):
+                if kind == NO_PAIR:
+                    record = RowRecord(
+                        group=grp.index, sample_type=NO_PAIR, reward=None, task_id=grp.task.task_id
+                    )
+                    add(record, grp.prompt_ids, [self.eos_token_id], None, 0, "no eligible pair")
+                    continue
+                prompt, ids, lp, text = judge_rows[(k, slot)]
+                judged = grp.judged[slot]
+                labels = tuple(bool(grp.results[i].passed) for i in judged)
+                parsed = parse_pair_ratings(text) if len(judged) == 2 else parse_rating(text)
+                ratings = (
+                    None
+                    if not isinstance(parsed, tuple | int)
+                    else (parsed if isinstance(parsed, tuple) else (parsed,))
+                )
+                failure = None if ratings is not None else getattr(parsed, "reason", str(parsed))
+                reward = verification_reward(
+                    ratings if ratings is not None else parsed,
+                    labels,
+                    threshold=cfg.reward.threshold,
+                    normalisation=cfg.reward.normalisation,
+                )
+                record = RowRecord(
+                    group=grp.index,
+                    sample_type=JUDGEMENT,
+                    reward=reward,
+                    completion_tokens=len(ids),
+                    task_id=grp.task.task_id,
+                    judged=judged,
+                    labels=labels,
+                    ratings=ratings,
+                    parse_failure=failure,
+                    pair_kind=grp.pair_kinds[slot],
+                )
+                detail = _judge_detail(judged, labels, ratings, failure)
+                add(record, prompt, ids, lp, 1, detail)
+        self.records = records
+        result: dict[str, Any] = dict(out)
+        if not has_logprobs:
+            result["logprobs"] = None
+        return result
+
+    def _decode(self, ids: list[list[int]]) -> list[str]:
+        return [self.decode(x) for x in ids]
+
+
+def _prompt_key(prompt: Any) -> str:
+    """The dataset prompt's identity: the last user message's text (or the raw string)."""
+    if isinstance(prompt, str):
+        return prompt
+    return str(prompt[-1]["content"])
+
+
+def _judge_detail(
+    judged: tuple[int, ...],
+    labels: tuple[bool, ...],
+    ratings: tuple[int, ...] | None,
+    failure: str | None,
+) -> str:
+    names = "AB" if len(judged) == 2 else "X"
+    parts = [
+        f"{n}=sol{i}({'pass' if y else 'fail'})"
+        for n, i, y in zip(names, judged, labels, strict=True)
+    ]
+    verdict = f"ratings {ratings}" if ratings is not None else f"unparsed: {failure}"
+    return " ".join(parts) + f" -> {verdict}"
+
+
+def _padded_count(real: int, trainer: Any) -> int:
+    """How many judgement prompts this process generates.
+
+    With several processes, every process makes the same generation calls with the same
+    count (the max over processes, at least 1): TRL's vLLM server mode slices results by
+    an equal per-process count, and ZeRO-3 / FSDP gather weights collectively inside
+    ``generate``. Extra prompts are fillers whose outputs are dropped.
+    """
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is None or accelerator.num_processes == 1:
+        return real
+    import torch
+
+    count = torch.tensor([real], device=accelerator.device)
+    return max(1, int(accelerator.gather(count).max().item()))

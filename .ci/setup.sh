@@ -16,5 +16,8 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 .venv/bin/pip install -q --upgrade pip
 # torch first, pinned: this is the CPU wheel; an unpinned torch would pull a multi-GB CUDA build.
 .venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e '.[dev]' --config-settings editable_mode=compat
+# DeepSpeed builds from source against the torch above (no build isolation, or pip would
+# fetch a CUDA torch into the build environment); its ops compile on first use.
+.venv/bin/pip install -q --no-build-isolation 'deepspeed>=0.18.6'
+.venv/bin/pip install -q -e '.[dev,serve,deepspeed]' --config-settings editable_mode=compat
 .venv/bin/pairrl doctor

@@ -27,7 +27,14 @@ def _schema(kind: str) -> type:
 def test_run_config_parses(path: Path) -> None:
     text = path.read_text()
     assert text.lstrip().startswith("#"), f"{path.name} must open with the command that launches it"
-    assert "pairrl" in text.splitlines()[0], f"{path.name}: first line should be the launch command"
+    opening = []
+    for line in text.lstrip().splitlines():
+        if not line.startswith("#"):
+            break
+        opening.append(line)
+    assert any("pairrl" in line for line in opening), (
+        f"{path.name}: the opening comment should give the command that launches it"
+    )
     kind = (yaml.safe_load(text) or {}).get("kind")
     assert kind in SCHEMAS, f"{path.name}: top-level `kind` must be one of {sorted(SCHEMAS)}"
     load_config(path, _schema(kind))

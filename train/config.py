@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from rollout.config import PairrlModel
+from train.demo.config import DemoConfig
 
 __all__ = [
     "BatchConfig",
@@ -61,8 +62,9 @@ class ModelConfig(PairrlModel):
 class DataConfig(PairrlModel):
     """Where the training problems come from."""
 
-    source: Literal["tiny_code", "file", "hub"] = Field(
-        description="tiny_code: the built-in permissive CPU task set; file: a local task file "
+    source: Literal["tiny_code", "toy_addition", "file", "hub"] = Field(
+        description="tiny_code: the built-in permissive CPU task set; toy_addition: the CPU "
+        "demo's task family (train.demo, settings in `demo`); file: a local task file "
         "read by rewards.load_tasks; hub: a datasets hub id (e.g. DeepCoder)"
     )
     path: str | None = Field(
@@ -297,6 +299,9 @@ class TrainConfig(PairrlModel):
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="logging")
     checkpoint: CheckpointConfig = Field(
         default_factory=CheckpointConfig, description="checkpointing"
+    )
+    demo: DemoConfig | None = Field(
+        default=None, description="CPU demo settings (used with data.source toy_addition)"
     )
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ from typing import Any
 from rollout.config import ConfigError
 from train.config import TrainConfig
 from train.plan import RunPlan, grpo_config_kwargs
+from train.slurm_signals import CheckpointOnSignal
 
 __all__ = ["run_training"]
 
@@ -113,10 +114,23 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
     if state.is_main_process:
         (run_dir / "config.json").write_text(json.dumps(cfg.model_dump(), indent=2))
 
-    prompts = default_prompt_kit()
-    loaded = load_training_tasks(cfg.data)
-    dataset, tasks_by_prompt, duplicates = build_dataset(loaded.tasks, prompts.generation)
-    policy_path, warm_report = _policy_path(cfg, run_dir, state, prompts, loaded.tasks)
+    demo = None
+    if cfg.data.source == "toy_addition":
+        # The CPU demo (train.demo): its tasks, prompt kit, model build and SFT warm start.
+        from train.demo.pipeline import prepare_demo
+
+        with state.main_process_first():
+            demo = prepare_demo(cfg, run_dir, is_main_process=state.is_main_process)
+        prompts = demo.prompt_kit
+        dataset, tasks_by_prompt, duplicates = build_dataset(demo.tasks, prompts.generation)
+        policy_path, warm_report = demo.policy_path, demo.warm_start_report
+        skipped: dict[str, int] = {}
+    else:
+        prompts = default_prompt_kit()
+        loaded = load_training_tasks(cfg.data)
+        dataset, tasks_by_prompt, duplicates = build_dataset(loaded.tasks, prompts.generation)
+        policy_path, warm_report = _policy_path(cfg, run_dir, state, prompts, loaded.tasks)
+        skipped = loaded.skipped
 
     tokenizer = AutoTokenizer.from_pretrained(policy_path)
     tokenizer.padding_side = "left"
@@ -147,13 +161,15 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
         generator_factory=lambda trainer: TRLGenerator(trainer, cfg.sampling),
     )
     timer = StepTimer()
+    # Slurm pre-emption / time limits send SIGTERM: checkpoint after the step, then stop.
+    on_signal = CheckpointOnSignal()
     trainer = PairRLTrainer(
         model=policy_path,
         reward_funcs=[solution_correctness, pair_verification],
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        callbacks=[timer],
+        callbacks=[timer, on_signal],
         pairrl_rollout=rollout,
         pairrl_cfg=cfg,
     )
@@ -164,6 +180,15 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
     finally:
         executor.close()
     wall = time.perf_counter() - started
+    if on_signal.stopped_at_step is not None:
+        # Interrupted: the checkpoint is the result; `--resume` continues from it.
+        return {
+            "main_process": state.is_main_process,
+            "run_dir": str(run_dir),
+            "interrupted_at_step": on_signal.stopped_at_step,
+            "global_step": trainer.state.global_step,
+            "wall_s": round(wall, 2),
+        }
     final_dir = run_dir / "final"
     trainer.save_model(str(final_dir))
     history = [row for row in trainer.state.log_history if "pairrl/solution_pass_rate" in row]
@@ -171,6 +196,22 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
         with (run_dir / "metrics.jsonl").open("w") as fh:
             for row in trainer.state.log_history:
                 fh.write(json.dumps(row) + "\n")
+    demo_goal = None
+    if demo is not None and state.is_main_process:
+        from train.demo.pipeline import finish_demo
+
+        demo_summary = finish_demo(
+            cfg,
+            run_dir,
+            warm_dir=demo.policy_path,
+            final_dir=final_dir,
+            log_history=trainer.state.log_history,
+            timings={
+                "train": wall,
+                **({"warm_start": warm_report["wall_s"]} if warm_report else {}),
+            },
+        )
+        demo_goal = demo_summary["goal"]
     return {
         "main_process": state.is_main_process,
         "run_dir": str(run_dir),
@@ -181,7 +222,8 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
         "wall_s": round(wall, 2),
         "problems": len(tasks_by_prompt),
         "duplicate_prompts_dropped": duplicates,
-        "tasks_skipped": loaded.skipped,
+        "tasks_skipped": skipped,
+        "demo_goal": demo_goal,
         "warm_start": warm_report,
         "last_metrics": history[-1] if history else {},
     }

@@ -1,0 +1,46 @@
+"""The ``demo:`` section of a training config (used with ``data.source: toy_addition``).
+
+What the toy demo needs beyond the trainer's own fields: the tiny model's size, the
+train/held-out split, how many warm-start conversations to generate, and the held-out
+evaluation (best-of-k with k samples per problem, Swiss budget 2k). The warm start's
+steps, learning rate and batch size are the trainer's ``warm_start`` fields.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from rollout.config import PairrlModel
+
+__all__ = ["DemoConfig", "DemoModelConfig"]
+
+
+class DemoModelConfig(PairrlModel):
+    """Size of the tiny Qwen3-style model built for the demo (``build_tiny_model``)."""
+
+    hidden_size: int = Field(default=128, ge=16, le=1024, description="model width")
+    num_layers: int = Field(default=3, ge=1, le=24, description="transformer layers")
+    intermediate_size: int = Field(default=256, ge=16, le=4096, description="MLP width")
+
+
+class DemoConfig(PairrlModel):
+    """Toy-demo settings: model size, split, warm-start data, held-out evaluation."""
+
+    model: DemoModelConfig = Field(default_factory=DemoModelConfig, description="tiny model size")
+    split_seed: int = Field(
+        default=1234, ge=0, description="fixes the train/held-out split (independent of seed)"
+    )
+    heldout_problems: int = Field(
+        default=200, ge=1, le=2000, description="held-out problems (never trained on)"
+    )
+    warm_start_examples: int = Field(
+        default=4096, ge=1, description="generated SFT conversations (solutions and judgements)"
+    )
+    eval_k: int = Field(default=8, ge=2, le=64, description="candidates per held-out problem")
+    eval_problems: int | None = Field(
+        default=None, ge=1, description="evaluate only the first N held-out problems (tests)"
+    )
+    eval_batch_size: int = Field(default=256, ge=1, description="sequences per generate call")
+    swiss_budget_per_candidate: int = Field(
+        default=2, ge=1, le=16, description="Swiss budget B = this x k (paper: 2)"
+    )

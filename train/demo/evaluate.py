@@ -1,0 +1,239 @@
+"""Held-out evaluation of one checkpoint on the demo's toy problems.
+
+For each held-out problem the model samples ``k`` solutions, which the sandboxed executor
+labels by running the hidden test (``rewards.Executor``). Reported:
+
+* ``solution_pass_rate``: the share of sampled solutions that pass.
+* ``judge_balanced_accuracy``: the model as pairwise judge on a *fixed* pool of pairs
+  (``reference_pool``, drawn once from the warm-start model's own held-out samples), so
+  the warm start and the trained model are scored on the same items. Each judged item is
+  a "yes" when its rating normalises to >= 0.5 (as ``train.metrics``); an unparseable
+  judgement counts as a wrong verdict on both its items and is also counted in
+  ``judge_parse_failure_rate``. ``judge_on_policy`` repeats this on the model's own
+  current samples.
+* ``best_of_k``: random, swiss (the model as judge), majority (return values) and oracle;
+  see ``train.demo.selection``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rewards import extract_code, normalise_rating, parse_pair_ratings
+from rewards.results import ExecJob
+from train.demo.prompts import generation_messages, pairwise_messages
+from train.demo.selection import majority_pick, run_lockstep_swiss
+from train.demo.tasks import AdditionProblem
+
+__all__ = ["CandidatePool", "evaluate_checkpoint", "judge_quality", "sample_pool"]
+
+YES_CUT = 0.5  # same cut as train.metrics
+
+
+@dataclass
+class CandidatePool:
+    """k sampled solutions per problem with their execution labels and return values."""
+
+    problems: list[AdditionProblem]
+    texts: list[list[str]]
+    labels: list[list[bool]]
+    statuses: list[list[str]]
+    values: list[list[Any]]  # f()'s return value, None when the program gave none
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "problems": [[p.a, p.b] for p in self.problems],
+            "texts": self.texts,
+            "labels": self.labels,
+            "statuses": self.statuses,
+        }
+
+
+def _shown(text: str) -> str:
+    """What a judge sees of a candidate: the trainer's rendering (``rollout.prompts``)."""
+    from rollout.prompts import solution_for_judge
+
+    return solution_for_judge(text)
+
+
+def sample_pool(
+    sampler: Any,
+    executor: Any,
+    problems: Sequence[AdditionProblem],
+    k: int,
+    sampling: Any,
+) -> CandidatePool:
+    """Sample ``k`` solutions per problem and label them by execution."""
+    prompts = [generation_messages(p.to_task()) for p in problems]
+    rows = sampler.generate(prompts, k, sampling)
+    texts = [[c.text if c.ok else "" for c in row] for row in rows]
+    jobs = [
+        ExecJob(task=p.to_task(), code=extract_code(t), candidate_id=f"{i}-{j}")
+        for i, (p, row) in enumerate(zip(problems, texts, strict=True))
+        for j, t in enumerate(row)
+    ]
+    results = executor.run(jobs)
+    labels = [[r.passed for r in results[i * k : (i + 1) * k]] for i in range(len(problems))]
+    statuses = [[r.status for r in results[i * k : (i + 1) * k]] for i in range(len(problems))]
+    values = _return_values(executor, texts)
+    return CandidatePool(list(problems), texts, labels, statuses, values)
+
+
+def _return_values(executor: Any, texts: list[list[str]]) -> list[list[Any]]:
+    """``f()`` of every candidate, run in the sandbox once per distinct program."""
+    seen: dict[str, Any] = {}
+    for row in texts:
+        for text in row:
+            code = extract_code(text)
+            if code is not None and code not in seen:
+                (out,) = executor.call_outputs(code, "f", [()])
+                seen[code] = out.value if out.ok else None
+    return [[seen.get(extract_code(t) or "\0") for t in row] for row in texts]
+
+
+def fixed_pairs(k: int) -> list[tuple[int, int]]:
+    """Disjoint pairs (0, 1), (2, 3), ... judged for judge quality on every problem."""
+    return [(i, i + 1) for i in range(0, k - 1, 2)]
+
+
+def judge_texts(
+    sampler: Any, requests: Sequence[tuple[AdditionProblem, str, str]], sampling: Any
+) -> list[str]:
+    """One pairwise judgement per ``(problem, solution_a_text, solution_b_text)``."""
+    prompts = [pairwise_messages(p.to_task(), _shown(a), _shown(b)) for p, a, b in requests]
+    rows = sampler.generate(prompts, 1, sampling) if prompts else []
+    return [row[0].text if row[0].ok else "" for row in rows]
+
+
+def judge_quality(
+    verdicts: Sequence[tuple[int, int] | None], item_labels: Sequence[tuple[bool, bool]]
+) -> dict[str, float | None]:
+    """Balanced accuracy over judged items; a failed verdict is wrong on both items.
+
+    Below, the parsed pair is right on both items and the failed one wrong on both, so
+    TPR = 1/2 and TNR = 1/2:
+
+    >>> judge_quality([(9, 1), None], [(True, False), (True, False)])["balanced_accuracy"]
+    0.5
+    """
+    tp = fn = tn = fp = 0
+    failures = 0
+    for verdict, labels in zip(verdicts, item_labels, strict=True):
+        failures += verdict is None
+        for n, label in enumerate(labels):
+            yes = None if verdict is None else normalise_rating(verdict[n]) >= YES_CUT
+            if label:
+                tp += yes is True
+                fn += yes is not True
+            else:
+                tn += yes is False
+                fp += yes is not False
+    tpr = tp / (tp + fn) if tp + fn else None
+    tnr = tn / (tn + fp) if tn + fp else None
+    return {
+        "balanced_accuracy": (tpr + tnr) / 2 if tpr is not None and tnr is not None else None,
+        "true_positive_rate": tpr,
+        "true_negative_rate": tnr,
+        "parse_failure_rate": failures / len(verdicts) if verdicts else None,
+        "pairs": float(len(verdicts)),
+    }
+
+
+def _verdict(text: str) -> tuple[int, int] | None:
+    parsed = parse_pair_ratings(text)
+    return parsed if isinstance(parsed, tuple) else None
+
+
+def judge_pool(sampler: Any, pool: CandidatePool, sampling: Any) -> dict[str, float | None]:
+    """The model's judge quality on ``pool``'s fixed pairs."""
+    k = len(pool.texts[0]) if pool.texts else 0
+    requests, labels = [], []
+    for p, texts, row_labels in zip(pool.problems, pool.texts, pool.labels, strict=True):
+        for a, b in fixed_pairs(k):
+            requests.append((p, texts[a], texts[b]))
+            labels.append((row_labels[a], row_labels[b]))
+    verdicts = [_verdict(t) for t in judge_texts(sampler, requests, sampling)]
+    return judge_quality(verdicts, labels)
+
+
+def best_of_k(
+    sampler: Any, pool: CandidatePool, sampling: Any, seed: int, budget_per_candidate: int = 2
+) -> dict[str, Any]:
+    """Accuracy of each picker on ``pool`` (see module docstring)."""
+    n = len(pool.problems)
+
+    def judge_batch(requests: list[tuple[int, tuple[int, int]]]) -> list[tuple[int, int] | None]:
+        jobs = [(pool.problems[p], pool.texts[p][a], pool.texts[p][b]) for p, (a, b) in requests]
+        return [_verdict(t) for t in judge_texts(sampler, jobs, sampling)]
+
+    swiss = run_lockstep_swiss(
+        [len(t) for t in pool.texts],
+        judge_batch,
+        budget_per_candidate=budget_per_candidate,
+        seed=seed,
+    )
+    swiss_hits = [r.winner is not None and pool.labels[i][r.winner] for i, r in enumerate(swiss)]
+    majority = [majority_pick(v) for v in pool.values]
+    comparisons = sum(r.num_comparisons for r in swiss)
+    failed = sum(r.num_failed for r in swiss)
+    return {
+        "random": sum(sum(row) / len(row) for row in pool.labels) / n,
+        "swiss": sum(swiss_hits) / n,
+        "majority": sum(m is not None and pool.labels[i][m] for i, m in enumerate(majority)) / n,
+        "oracle": sum(any(row) for row in pool.labels) / n,
+        "swiss_comparisons": comparisons,
+        "swiss_failed_comparisons": failed,
+        "swiss_no_winner": sum(r.winner is None for r in swiss),
+    }
+
+
+def evaluate_checkpoint(
+    model_dir: str,
+    problems: Sequence[AdditionProblem],
+    *,
+    executor: Any,
+    k: int,
+    solution_sampling: Any,
+    judge_sampling: Any,
+    reference_pool: CandidatePool | None = None,
+    seed: int = 0,
+    batch_size: int = 256,
+    swiss_budget_per_candidate: int = 2,
+) -> tuple[dict[str, Any], CandidatePool]:
+    """Evaluate one checkpoint; returns the metrics and its own candidate pool.
+
+    With ``reference_pool`` None (the warm start), the checkpoint's own pool is the
+    reference for judge quality.
+    """
+    from rollout.samplers import HFSampler
+
+    started = time.perf_counter()
+    sampler = HFSampler.from_pretrained(
+        model_dir, device="cpu", dtype="float32", batch_size=batch_size
+    )
+    pool = sample_pool(sampler, executor, problems, k, solution_sampling)
+    reference = reference_pool if reference_pool is not None else pool
+    fixed = judge_pool(sampler, reference, judge_sampling)
+    on_policy = fixed if reference is pool else judge_pool(sampler, pool, judge_sampling)
+    selection = best_of_k(sampler, pool, judge_sampling, seed, swiss_budget_per_candidate)
+    statuses: dict[str, int] = {}
+    for row in pool.statuses:
+        for s in row:
+            statuses[s] = statuses.get(s, 0) + 1
+    metrics = {
+        "solution_pass_rate": sum(map(sum, pool.labels)) / (len(problems) * k),
+        "judge_balanced_accuracy": fixed["balanced_accuracy"],
+        "judge_parse_failure_rate": fixed["parse_failure_rate"],
+        "judge_true_positive_rate": fixed["true_positive_rate"],
+        "judge_true_negative_rate": fixed["true_negative_rate"],
+        "judge_on_policy": on_policy,
+        "best_of_k": selection,
+        "exec_statuses": statuses,
+        "num_problems": len(problems),
+        "k": k,
+        "wall_s": time.perf_counter() - started,
+    }
+    return metrics, pool

@@ -1,0 +1,53 @@
+"""pairrl rewards: sandboxed execution, task checkers, verification reward, rating parsing.
+
+No torch here, ever: this package must import on a machine without it.
+"""
+
+from rewards.code_extract import extract_code
+from rewards.correctness import (
+    CorrectnessOutcome,
+    MathOutcome,
+    correctness_reward,
+    math_answer_reward,
+)
+from rewards.executor import Executor
+from rewards.plain_data import OpaqueValue
+from rewards.ratings import (
+    RatingFailure,
+    normalise_rating,
+    parse_pair_ratings,
+    parse_rating,
+    verification_reward,
+)
+from rewards.results import STATUSES, CallOutput, ExecJob, ExecResult
+from rewards.sandbox import SandboxLimits, SandboxUnavailable
+from rewards.task_loaders import TaskFormatError, load_tasks, row_to_task
+from rewards.tasks import AssertTests, IOTests, StdioTests, Task
+
+__all__ = [
+    "STATUSES",
+    "AssertTests",
+    "CallOutput",
+    "CorrectnessOutcome",
+    "ExecJob",
+    "ExecResult",
+    "Executor",
+    "IOTests",
+    "MathOutcome",
+    "OpaqueValue",
+    "RatingFailure",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "StdioTests",
+    "Task",
+    "TaskFormatError",
+    "correctness_reward",
+    "extract_code",
+    "load_tasks",
+    "math_answer_reward",
+    "normalise_rating",
+    "parse_pair_ratings",
+    "parse_rating",
+    "row_to_task",
+    "verification_reward",
+]

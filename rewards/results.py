@@ -1,0 +1,70 @@
+"""Jobs and verdicts exchanged with the executor."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from rewards.tasks import Task
+
+Status = Literal[
+    "pass",
+    "wrong",
+    "timeout",
+    "runtime_error",
+    "syntax_error",
+    "no_code",
+    "memory_limit",
+    "output_limit",
+    "sandbox_error",
+]
+STATUSES: tuple[str, ...] = (
+    "pass",
+    "wrong",
+    "timeout",
+    "runtime_error",
+    "syntax_error",
+    "no_code",
+    "memory_limit",
+    "output_limit",
+    "sandbox_error",
+)
+
+
+@dataclass(frozen=True)
+class ExecJob:
+    """One candidate program for one task. ``code`` is a complete Python source, or None."""
+
+    task: Task
+    code: str | None
+    candidate_id: str
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The trusted parent's verdict on one candidate."""
+
+    task_id: str
+    candidate_id: str
+    passed: bool
+    status: Status
+    n_tests: int
+    n_passed: int
+    first_failure: str | None
+    wall_s: float
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CallOutput:
+    """One entry-point call's outcome: a plain-data ``value``, or ``failure`` with a reason."""
+
+    value: Any = None
+    failure: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None

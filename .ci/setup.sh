@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 1, part 1: install pairrl on a fresh Debian machine with Python 3.11 (as root).
-# System packages (sandbox and a local Slurm), then a virtual environment in .venv.
+# System packages (sandbox, the system Python the sandbox runs candidates with, a local
+# Slurm), then a virtual environment in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
@@ -8,7 +9,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
-  bubblewrap munge slurmctld slurmd slurm-client procps
+  bubblewrap python3.11 munge slurmctld slurmd slurm-client procps
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
   || { echo "pairrl needs Python 3.11 (set PYTHON=/path/to/python3.11)"; exit 1; }

@@ -6,6 +6,7 @@ and says what a missing piece disables. Nothing is guessed from environment name
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -80,7 +81,9 @@ def check_module(name: str, extra: str, disables: str) -> Check:
     if importlib.util.find_spec(name) is None:
         return Check(name, False, f"not installed (pip install -e '.[{extra}]')", disables)
     try:
-        module = importlib.import_module(name)
+        # Some packages (DeepSpeed) log to stdout on import; keep stdout for the report.
+        with contextlib.redirect_stdout(sys.stderr):
+            module = importlib.import_module(name)
     except Exception as err:  # installed but broken (e.g. vLLM without CUDA)
         return Check(name, False, f"installed but import failed: {err}", disables)
     return Check(name, True, str(getattr(module, "__version__", "installed")))

@@ -120,11 +120,13 @@ def test_pairrl_cpu_run_metrics_wandb_and_resume(warm_tiny_model: Path, tmp_path
     )
     assert "sample_type" in table["columns"] and "advantage" in table["columns"]
 
-    # Kill a second run after its step-2 checkpoint, then resume it.
+    # Kill a second run right after its step-2 checkpoint, then resume it. It is launched
+    # for 8 steps (constant LR, so the step count changes nothing before the kill) so that it
+    # cannot finish in the moment between the checkpoint appearing and the kill.
     cut = tmp_path / "interrupted"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
     proc = subprocess.Popen(
-        [PAIRRL, *train_args(warm_tiny_model, cut, 3)],
+        [PAIRRL, *train_args(warm_tiny_model, cut, 8)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -133,12 +135,13 @@ def test_pairrl_cpu_run_metrics_wandb_and_resume(warm_tiny_model: Path, tmp_path
     state = cut / "checkpoint-2" / "trainer_state.json"
     deadline = time.monotonic() + 600
     while not state.is_file() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(0.5)  # let the checkpoint's last files land
+        time.sleep(0.05)
+    time.sleep(0.1)  # trainer_state.json is the checkpoint's last file; let its write finish
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert state.is_file(), "the run never wrote checkpoint-2"
     assert not (cut / "final").exists(), "the run finished before it was killed"
+    assert not (cut / "checkpoint-4").exists(), "the kill came too late to test resuming at 2"
 
     resumed = run_pairrl(train_args(warm_tiny_model, cut, 3, "--resume"))
     assert resumed["global_step"] == 3 and resumed["resumed_from"].endswith("checkpoint-2")

@@ -1,17 +1,19 @@
-"""PairRL step time against plain TRL GRPO with the same samples per step, on the tiny model.
+"""PairRL step time against plain TRL GRPO with the same samples and tokens, on the tiny model.
 
-Both runs use the same warm-started tiny model, the same tiny code tasks, the same
-number of problems per step and G = 8 samples per problem, the same completion cap and
-the same optimiser; the baseline is TRL's GRPOTrainer untouched (its own generation, one
-reward function that runs the same executor). PairRL spends 4 of the 8 samples on
-judgements, whose prompts (the pairwise prompt with two solutions) are about 3x longer
-than a generation prompt, so equal samples are not equal tokens: both token counts are
-printed next to the times.
+Both runs use the same warm-started tiny model, the same tiny code tasks, 8 samples per
+problem, the same completion cap and the same optimiser. PairRL spends 4 of the 8 samples
+of a problem on judgements, whose pairwise prompts are about 3x longer than a generation
+prompt; so the baseline (TRL's GRPOTrainer untouched, its own generation) gets the same
+prompt mix: per step, half generation prompts rewarded by the same executor and half
+pairwise prompts rewarded by the verification reward (``matched_dataset``). Both token
+counts (prompt + completion per step) are printed next to the times.
 
     OMP_NUM_THREADS=1 python benchmarks/train_overhead.py [--model DIR] [--steps 4]
 
 Prints per-phase seconds per step, the mean step time of each (the first step is
-excluded as warm-up) and the ratio PairRL / GRPO (target <= 1.15).
+excluded as warm-up) and the ratio PairRL / GRPO (target <= 1.15). Unless
+``--skip-grpo-mode``, also our trainer's GRPO mode against TRL on generation prompts only
+(the implementation overhead at identical work).
 """
 
 from __future__ import annotations
@@ -74,28 +76,114 @@ def pairrl_steps(
     return [r for r in rows if "step_time" in r]
 
 
-def grpo_steps(model: Path, out: Path, steps: int, problems: int) -> list[dict[str, Any]]:
-    """Plain TRL GRPO: G = 8 solutions per problem, rewarded by the same executor."""
+def matched_dataset(
+    problems: int, executor: Any
+) -> tuple[Any, dict[str, Any], dict[str, tuple[bool, bool]]]:
+    """Prompts for a plain-GRPO baseline with PairRL's prompt mix: half code, half judging.
+
+    A PairRL step on ``problems`` problems spends 4 of 8 samples per problem on solutions
+    (generation prompts) and 4 on judgements (pairwise prompts holding two solutions). The
+    baseline gets, per step, ``problems / 2`` generation prompts and ``problems / 2``
+    pairwise prompts, each sampled 8 times, in that order (``shuffle_dataset=False``), so
+    each step has the same samples and the same prompt-length mix. The judged solutions are
+    warm-start-format answers from ``ANSWER_POOL`` (the shape the policy produces); their
+    labels come from the executor, so the judge rows are rewarded with the paper's
+    verification reward as in PairRL.
+    """
+    import random
+
+    from datasets import Dataset
+
+    from rewards.results import ExecJob
+    from train.prompting import default_prompt_kit
+    from train.tiny_tasks import ANSWER_POOL, answer_text, tiny_code_tasks
+
+    kit = default_prompt_kit()
+    tasks = tiny_code_tasks()
+    rng = random.Random(0)
+    half = problems // 2
+    by_prompt: dict[str, Any] = {}
+    judged: dict[str, tuple[str, str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for block in range(len(tasks)):
+        for j in range(half):
+            task = tasks[(block * half + j) % len(tasks)]
+            messages = kit.generation(task)
+            by_prompt[str(messages[-1]["content"])] = task
+            rows.append({"prompt": messages, "kind": "solution"})
+        for j in range(problems - half):
+            task = tasks[(block * half + j + 3) % len(tasks)]
+            a, b = (answer_text(body) for body in rng.sample(ANSWER_POOL, 2))
+            messages = kit.pairwise(task, kit.for_judge(a), kit.for_judge(b))
+            judged[str(messages[-1]["content"])] = (a, b, task)
+            rows.append({"prompt": messages, "kind": "judgement"})
+    jobs = [
+        ExecJob(task, extract, f"{k}-{side}")
+        for k, (key, (a, b, task)) in enumerate(judged.items())
+        for side, extract in (("a", _code(a)), ("b", _code(b)))
+    ]
+    passed = [r.passed for r in executor.run(jobs)]
+    labels = {key: (passed[2 * k], passed[2 * k + 1]) for k, key in enumerate(judged)}
+    return Dataset.from_list(rows), by_prompt, labels
+
+
+def _code(text: str) -> str | None:
+    from rewards import extract_code
+
+    return extract_code(text)
+
+
+def grpo_steps(
+    model: Path, out: Path, steps: int, problems: int, matched: bool
+) -> list[dict[str, Any]]:
+    """Plain TRL GRPO: G = 8 samples per prompt.
+
+    ``matched=False``: generation prompts only, rewarded by the same executor (same tokens
+    as our GRPO mode). ``matched=True``: PairRL's prompt mix (``matched_dataset``): same
+    samples and about the same prompt + completion tokens as a PairRL step.
+    """
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from rewards import extract_code
+    from rewards import parse_pair_ratings, verification_reward
     from rewards.executor import Executor
     from rewards.results import ExecJob
     from train.data import build_dataset
     from train.prompting import default_prompt_kit
     from train.tiny_tasks import tiny_code_tasks
 
-    kit = default_prompt_kit()
-    dataset, by_prompt, _ = build_dataset(tiny_code_tasks(), kit.generation)
     executor = Executor(workers=2, timeout_s=5.0)
+    if matched:
+        if problems % 2:
+            raise SystemExit(f"--problems must be even for the matched baseline, got {problems}")
+        dataset, by_prompt, labels = matched_dataset(problems, executor)
+    else:
+        dataset, by_prompt, _ = build_dataset(tiny_code_tasks(), default_prompt_kit().generation)
+        labels = {}
 
-    def correctness(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float]:
-        jobs = [
-            ExecJob(by_prompt[p[-1]["content"]], extract_code(c[0]["content"]), str(i))
+    def correctness(
+        prompts: list[Any], completions: list[Any], **kwargs: Any
+    ) -> list[float | None]:
+        rows = [
+            (i, by_prompt[p[-1]["content"]], c[0]["content"])
             for i, (p, c) in enumerate(zip(prompts, completions, strict=True))
+            if p[-1]["content"] in by_prompt
         ]
-        return [1.0 if r.passed else 0.0 for r in executor.run(jobs)]
+        jobs = [ExecJob(task, _code(text), str(i)) for i, task, text in rows]
+        rewards: list[float | None] = [None] * len(prompts)
+        for (i, _, _), result in zip(rows, executor.run(jobs), strict=True):
+            rewards[i] = 1.0 if result.passed else 0.0
+        return rewards
+
+    def verification(
+        prompts: list[Any], completions: list[Any], **kwargs: Any
+    ) -> list[float | None]:
+        return [
+            verification_reward(parse_pair_ratings(c[0]["content"]), labels[p[-1]["content"]])
+            if p[-1]["content"] in labels
+            else None
+            for p, c in zip(prompts, completions, strict=True)
+        ]
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     tokenizer.padding_side = "left"
@@ -121,10 +209,11 @@ def grpo_steps(model: Path, out: Path, steps: int, problems: int) -> list[dict[s
         disable_tqdm=True,
         bf16=False,
         seed=0,
+        shuffle_dataset=not matched,
     )
     trainer = GRPOTrainer(
         model=str(model),
-        reward_funcs=[correctness],
+        reward_funcs=[correctness, verification] if matched else [correctness],
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -142,7 +231,12 @@ def main() -> None:
         "--model", type=Path, default=None, help="a warm-started tiny model (built if absent)"
     )
     parser.add_argument("--steps", type=int, default=4, help="steps per run (first is warm-up)")
-    parser.add_argument("--problems", type=int, default=4, help="problems per step")
+    parser.add_argument("--problems", type=int, default=4, help="problems per step (even)")
+    parser.add_argument(
+        "--skip-grpo-mode",
+        action="store_true",
+        help="skip the implementation check (our GRPO mode against TRL on code prompts only)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -150,11 +244,15 @@ def main() -> None:
         tmp_path = Path(tmp)
         model = args.model or warm_model(tmp_path)
         started = time.perf_counter()
-        grpo = grpo_steps(model, tmp_path / "grpo", args.steps, args.problems)
-        ours_grpo = pairrl_steps(
-            model, tmp_path / "ours-grpo", args.steps, args.problems, mode="grpo"
-        )
+        matched = grpo_steps(model, tmp_path / "matched", args.steps, args.problems, matched=True)
         pairrl = pairrl_steps(model, tmp_path / "pairrl", args.steps, args.problems)
+        grpo: list[dict[str, Any]] = []
+        ours_grpo: list[dict[str, Any]] = []
+        if not args.skip_grpo_mode:
+            grpo = grpo_steps(model, tmp_path / "grpo", args.steps, args.problems, matched=False)
+            ours_grpo = pairrl_steps(
+                model, tmp_path / "ours-grpo", args.steps, args.problems, mode="grpo"
+            )
         wall = time.perf_counter() - started
 
     def mean(rows: list[dict[str, Any]], key: str) -> float:
@@ -163,27 +261,45 @@ def main() -> None:
         ]
         return statistics.mean(values) if values else float("nan")
 
-    g_step, o_step, p_step = (mean(r, "step_time") for r in (grpo, ours_grpo, pairrl))
-
     def tokens_per_step(rows: list[dict[str, Any]]) -> float:
-        # num_tokens is cumulative (prompt + completion tokens seen so far)
+        # num_tokens is cumulative (prompt + completion tokens, attention-mask sum)
         return rows[-1]["num_tokens"] / len(rows) if rows else float("nan")
 
+    def per_step(rows: list[dict[str, Any]]) -> str:
+        return ", ".join(f"{r['step_time']:.2f}" for r in rows)
+
+    m_step, p_step = mean(matched, "step_time"), mean(pairrl, "step_time")
+    m_tok, p_tok = tokens_per_step(matched), tokens_per_step(pairrl)
     print(f"steps per run {args.steps} (first excluded), problems per step {args.problems}, G = 8")
-    print(f"TRL GRPO         step {g_step:.3f} s, {tokens_per_step(grpo):.0f} tokens/step")
-    print(f"ours, mode grpo  step {o_step:.3f} s, {tokens_per_step(ours_grpo):.0f} tokens/step")
     print(
-        f"ours, PairRL 4+4 step {p_step:.3f} s, {tokens_per_step(pairrl):.0f} tokens/step = generate {mean(pairrl, 'time/generate_s'):.3f} + execute "
-        f"{mean(pairrl, 'time/execute_s'):.3f} + judge {mean(pairrl, 'time/judge_s'):.3f} + update "
-        f"{mean(pairrl, 'time/update_s'):.3f}; solution tokens {mean(pairrl, 'tokens/solution'):.0f}, "
-        f"judgement tokens {mean(pairrl, 'tokens/judgement'):.0f}"
+        f"TRL GRPO, PairRL prompt mix  step {m_step:.3f} s, {m_tok:.0f} tokens/step "
+        f"(steps: {per_step(matched)} s)"
     )
     print(
-        f"implementation overhead (same samples, same tokens): ours-grpo / TRL = {o_step / g_step:.2f} (target <= 1.15)"
+        f"ours, PairRL 4+4             step {p_step:.3f} s, {p_tok:.0f} tokens/step "
+        f"(steps: {per_step(pairrl)} s) = generate {mean(pairrl, 'time/generate_s'):.3f} "
+        f"+ execute {mean(pairrl, 'time/execute_s'):.3f} + judge {mean(pairrl, 'time/judge_s'):.3f} "
+        f"+ update {mean(pairrl, 'time/update_s'):.3f}; completion tokens: solution "
+        f"{mean(pairrl, 'tokens/solution'):.0f}, judgement {mean(pairrl, 'tokens/judgement'):.0f}"
     )
     print(
-        f"PairRL / TRL GRPO (same samples; judge prompts are longer) = {p_step / g_step:.2f}; wall {wall:.0f} s"
+        f"PairRL / TRL GRPO (same samples, tokens {p_tok:.0f} vs {m_tok:.0f} = "
+        f"{p_tok / m_tok:.2f}x) = {p_step / m_step:.2f} (target <= 1.15)"
     )
+    if grpo:
+        g_step, o_step = mean(grpo, "step_time"), mean(ours_grpo, "step_time")
+        print(
+            f"TRL GRPO, code prompts only  step {g_step:.3f} s, {tokens_per_step(grpo):.0f} "
+            f"tokens/step (steps: {per_step(grpo)} s)"
+        )
+        print(
+            f"ours, mode grpo              step {o_step:.3f} s, {tokens_per_step(ours_grpo):.0f} "
+            f"tokens/step (steps: {per_step(ours_grpo)} s)"
+        )
+        print(
+            f"implementation overhead (same samples and prompts): ours-grpo / TRL = {o_step / g_step:.2f}"
+        )
+    print(f"wall {wall:.0f} s")
 
 
 if __name__ == "__main__":

@@ -165,33 +165,9 @@ class CachedJudge:
         per_item = (time.perf_counter() - t0) / max(1, len(items))
         out: list[Verdict] = []
         for item, res in zip(items, results, strict=True):
+            values = None if isinstance(res, JudgeFailure) else [float(r) for r in res.ratings]
             prompt_tokens = self._count_prompt(pairwise_messages(*item))
-            if isinstance(res, JudgeFailure):
-                out.append(
-                    Verdict(
-                        "",
-                        None,
-                        res.reason,
-                        False,
-                        prompt_tokens,
-                        self._count(res.text),
-                        per_item,
-                        res.text,
-                    )
-                )
-            else:
-                out.append(
-                    Verdict(
-                        "",
-                        [float(r) for r in res.ratings],
-                        None,
-                        False,
-                        prompt_tokens,
-                        self._count(res.text),
-                        per_item,
-                        res.text,
-                    )
-                )
+            out.append(self._verdict(res, values, prompt_tokens, per_item))
         return out
 
     def _forced_pairs(self, items: list[tuple[str, str, str]]) -> list[Any]:
@@ -237,34 +213,19 @@ class CachedJudge:
         per_item = (time.perf_counter() - t0) / max(1, len(items))
         out: list[Verdict] = []
         for item, res in zip(items, results, strict=True):
+            values = None if isinstance(res, JudgeFailure) else [float(res.value)]
             prompt_tokens = self._count_prompt(pointwise_ab_messages(*item))
-            if isinstance(res, JudgeFailure):
-                out.append(
-                    Verdict(
-                        "",
-                        None,
-                        res.reason,
-                        False,
-                        prompt_tokens,
-                        self._count(res.text),
-                        per_item,
-                        res.text,
-                    )
-                )
-            else:
-                out.append(
-                    Verdict(
-                        "",
-                        [float(res.value)],
-                        None,
-                        False,
-                        prompt_tokens,
-                        self._count(res.text),
-                        per_item,
-                        res.text,
-                    )
-                )
+            out.append(self._verdict(res, values, prompt_tokens, per_item))
         return out
+
+    def _verdict(
+        self, res: Any, values: list[float] | None, prompt_tokens: int | None, per_item: float
+    ) -> Verdict:
+        """A fresh judgement as a cache entry: `values` when it succeeded, else its failure."""
+        failure = res.reason if values is None else None
+        return Verdict(
+            "", values, failure, False, prompt_tokens, self._count(res.text), per_item, res.text
+        )
 
     def _count_prompt(self, messages: Any) -> int | None:
         encode = getattr(self.sampler, "encode", None)

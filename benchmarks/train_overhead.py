@@ -10,6 +10,10 @@ counts (prompt + completion per step) are printed next to the times.
 
     OMP_NUM_THREADS=1 python benchmarks/train_overhead.py [--model DIR] [--steps 4]
 
+The baseline is TRL untouched, so it pads every row to the longest (pairwise) prompt;
+our trainer forwards short and long prompts in separate padding buckets
+(``train.trainer.forward_in_buckets``), which is why PairRL can come out faster.
+
 Prints per-phase seconds per step, the mean step time of each (the first step is
 excluded as warm-up) and the ratio PairRL / GRPO (target <= 1.15). Unless
 ``--skip-grpo-mode``, also our trainer's GRPO mode against TRL on generation prompts only
@@ -77,15 +81,18 @@ def pairrl_steps(
 
 
 def matched_dataset(
-    problems: int, executor: Any
+    problems: int, judge_prompts: int, executor: Any
 ) -> tuple[Any, dict[str, Any], dict[str, tuple[bool, bool]]]:
-    """Prompts for a plain-GRPO baseline with PairRL's prompt mix: half code, half judging.
+    """Prompts for a plain-GRPO baseline with PairRL's prompt mix.
 
     A PairRL step on ``problems`` problems spends 4 of 8 samples per problem on solutions
-    (generation prompts) and 4 on judgements (pairwise prompts holding two solutions). The
-    baseline gets, per step, ``problems / 2`` generation prompts and ``problems / 2``
-    pairwise prompts, each sampled 8 times, in that order (``shuffle_dataset=False``), so
-    each step has the same samples and the same prompt-length mix. The judged solutions are
+    (generation prompts) and up to 4 on judgements (pairwise prompts holding two
+    solutions); judgement slots without an eligible pair are one-token ``no_pair`` rows
+    on the short generation prompt. The baseline gets, per step, ``judge_prompts``
+    pairwise prompts and ``problems - judge_prompts`` generation prompts, each sampled 8
+    times, in that order (``shuffle_dataset=False``); ``main`` picks ``judge_prompts`` from
+    the judgement rows PairRL actually produced, so both steps have the same samples and
+    about the same prompt-length mix. The judged solutions are
     warm-start-format answers from ``ANSWER_POOL`` (the shape the policy produces); their
     labels come from the executor, so the judge rows are rewarded with the paper's
     verification reward as in PairRL.
@@ -101,7 +108,7 @@ def matched_dataset(
     kit = default_prompt_kit()
     tasks = tiny_code_tasks()
     rng = random.Random(0)
-    half = problems // 2
+    half = problems - judge_prompts
     by_prompt: dict[str, Any] = {}
     judged: dict[str, tuple[str, str, Any]] = {}
     rows: list[dict[str, Any]] = []
@@ -111,7 +118,7 @@ def matched_dataset(
             messages = kit.generation(task)
             by_prompt[str(messages[-1]["content"])] = task
             rows.append({"prompt": messages, "kind": "solution"})
-        for j in range(problems - half):
+        for j in range(judge_prompts):
             task = tasks[(block * half + j + 3) % len(tasks)]
             a, b = (answer_text(body) for body in rng.sample(ANSWER_POOL, 2))
             messages = kit.pairwise(task, kit.for_judge(a), kit.for_judge(b))
@@ -134,12 +141,12 @@ def _code(text: str) -> str | None:
 
 
 def grpo_steps(
-    model: Path, out: Path, steps: int, problems: int, matched: bool
+    model: Path, out: Path, steps: int, problems: int, judge_prompts: int | None = None
 ) -> list[dict[str, Any]]:
     """Plain TRL GRPO: G = 8 samples per prompt.
 
-    ``matched=False``: generation prompts only, rewarded by the same executor (same tokens
-    as our GRPO mode). ``matched=True``: PairRL's prompt mix (``matched_dataset``): same
+    ``judge_prompts=None``: generation prompts only, rewarded by the same executor (same
+    tokens as our GRPO mode). Otherwise PairRL's prompt mix (``matched_dataset``): same
     samples and about the same prompt + completion tokens as a PairRL step.
     """
     from transformers import AutoTokenizer
@@ -153,10 +160,9 @@ def grpo_steps(
     from train.tiny_tasks import tiny_code_tasks
 
     executor = Executor(workers=2, timeout_s=5.0)
-    if matched:
-        if problems % 2:
-            raise SystemExit(f"--problems must be even for the matched baseline, got {problems}")
-        dataset, by_prompt, labels = matched_dataset(problems, executor)
+    matched = judge_prompts is not None
+    if judge_prompts is not None:
+        dataset, by_prompt, labels = matched_dataset(problems, judge_prompts, executor)
     else:
         dataset, by_prompt, _ = build_dataset(tiny_code_tasks(), default_prompt_kit().generation)
         labels = {}
@@ -244,12 +250,19 @@ def main() -> None:
         tmp_path = Path(tmp)
         model = args.model or warm_model(tmp_path)
         started = time.perf_counter()
-        matched = grpo_steps(model, tmp_path / "matched", args.steps, args.problems, matched=True)
         pairrl = pairrl_steps(model, tmp_path / "pairrl", args.steps, args.problems)
+        # judgement rows that hold a pairwise prompt (the rest are one-token no_pair rows)
+        judge_rows = statistics.mean(
+            4 * args.problems - (r.get("pairrl/no_pair_rows") or 0.0) for r in pairrl
+        )
+        judge_prompts = min(args.problems, round(judge_rows / 8))
+        matched = grpo_steps(
+            model, tmp_path / "matched", args.steps, args.problems, judge_prompts=judge_prompts
+        )
         grpo: list[dict[str, Any]] = []
         ours_grpo: list[dict[str, Any]] = []
         if not args.skip_grpo_mode:
-            grpo = grpo_steps(model, tmp_path / "grpo", args.steps, args.problems, matched=False)
+            grpo = grpo_steps(model, tmp_path / "grpo", args.steps, args.problems)
             ours_grpo = pairrl_steps(
                 model, tmp_path / "ours-grpo", args.steps, args.problems, mode="grpo"
             )
@@ -272,6 +285,10 @@ def main() -> None:
     m_tok, p_tok = tokens_per_step(matched), tokens_per_step(pairrl)
     print(f"steps per run {args.steps} (first excluded), problems per step {args.problems}, G = 8")
     print(
+        f"PairRL judgement rows with a pairwise prompt: {judge_rows:.1f} per step -> baseline "
+        f"gets {judge_prompts} pairwise + {args.problems - judge_prompts} generation prompts x 8"
+    )
+    print(
         f"TRL GRPO, PairRL prompt mix  step {m_step:.3f} s, {m_tok:.0f} tokens/step "
         f"(steps: {per_step(matched)} s)"
     )
@@ -284,7 +301,9 @@ def main() -> None:
     )
     print(
         f"PairRL / TRL GRPO (same samples, tokens {p_tok:.0f} vs {m_tok:.0f} = "
-        f"{p_tok / m_tok:.2f}x) = {p_step / m_step:.2f} (target <= 1.15)"
+        f"{p_tok / m_tok:.2f}x) = {p_step / m_step:.2f} (target <= 1.15); per token "
+        f"{1000 * p_step / p_tok:.3f} vs {1000 * m_step / m_tok:.3f} s/1k tokens = "
+        f"{(p_step / p_tok) / (m_step / m_tok):.2f}"
     )
     if grpo:
         g_step, o_step = mean(grpo, "step_time"), mean(ours_grpo, "step_time")

@@ -1,12 +1,18 @@
-"""``PairRLTrainer``: TRL's GRPOTrainer with one override, plus the reward functions.
+"""``PairRLTrainer``: TRL's GRPOTrainer with two overrides, plus the reward functions.
 
 The override (``_generate_and_score_completions``) lets TRL build the batch, compute its
 log-probs, rewards and logs as usual, then replaces the advantages with PairRL's
 (``train.advantages``), because TRL's group-mean baseline cannot express a batch-mean
 baseline for judgements next to a per-problem baseline for solutions (see that module).
 It also records the PairRL metrics (``train.metrics``) and corrects the advantage column
-of TRL's completions table. Everything else (loss, clipping, optimiser, checkpoints,
-vLLM weight sync, logging) is TRL's and transformers' own.
+of TRL's completions table.
+
+The second (``_get_per_token_logps_and_entropies``, a speed-up only, single process)
+runs TRL's forward once per padding bucket (``forward_in_buckets``): TRL left-pads every prompt of a batch to
+the longest, and a PairRL batch mixes short generation prompts with ~3x longer pairwise
+prompts, so without it every solution row pays the judgement width. Everything else
+(loss, clipping, optimiser, checkpoints, vLLM weight sync, logging) is TRL's and
+transformers' own.
 
 The reward functions only report the rewards the rollout computed (they need the pair
 labels, which only the rollout has); TRL logs them per function as
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -28,7 +35,14 @@ from train.advantages import compute_advantages
 from train.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
 from train.metrics import step_metrics
 
-__all__ = ["PairRLTrainer", "StepTimer", "pair_verification", "solution_correctness"]
+__all__ = [
+    "PairRLTrainer",
+    "StepTimer",
+    "forward_in_buckets",
+    "padding_buckets",
+    "pair_verification",
+    "solution_correctness",
+]
 
 
 def solution_correctness(
@@ -76,6 +90,66 @@ class _NoRewardRowFilter(logging.Filter):
 logging.getLogger("trl.trainer.grpo_trainer").addFilter(_NoRewardRowFilter())
 
 
+def padding_buckets(widths: list[int], min_saving: float = 0.25) -> list[list[int]]:
+    """Row indices in one bucket, or two (narrow prompts, wide prompts) if that pads less.
+
+    ``widths[i]`` is the prompt width row ``i`` needs (its real prompt tokens). A bucket
+    costs ``rows x its widest row``; the split point over the rows sorted by width is the
+    one with the lowest total cost. It is used only if it saves at least ``min_saving`` of
+    the one-bucket cost, since every extra forward has a fixed cost (small prompt-length
+    differences are not worth it). Solution rows (~95-token prompts) and judgement rows
+    (pairwise prompts, ~3x longer) land in separate buckets.
+    """
+    order = sorted(range(len(widths)), key=lambda i: widths[i])
+    sorted_widths = [widths[i] for i in order]
+    n = len(order)
+    best_cost, best_k = n * (sorted_widths[-1] if n else 0), n
+    for k in range(1, n):
+        cost = k * sorted_widths[k - 1] + (n - k) * sorted_widths[-1]
+        if cost < best_cost:
+            best_cost, best_k = cost, k
+    if best_k == n or best_cost > (1.0 - min_saving) * n * sorted_widths[-1]:
+        return [order]
+    return [order[:best_k], order[best_k:]]
+
+
+def forward_in_buckets(
+    forward: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    logits_to_keep: int,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``forward(input_ids, attention_mask)`` per padding bucket, results in the input order.
+
+    Prompts are left-padded to the batch's widest one, so a batch mixing short solution
+    prompts with long judgement prompts pays the long width on every row. Each bucket drops
+    the leading columns that are padding in all its rows: masked keys take no part in
+    attention and rotary attention depends only on relative positions, so the per-token
+    log-probs are the same up to float rounding (checked in tests/test_train_padding.py).
+    """
+    prompt_width = input_ids.size(1) - logits_to_keep
+    real = attention_mask[:, :prompt_width] != 0
+    # first real prompt column per row (prompt_width when a row has no prompt token)
+    first = torch.where(real.any(dim=1), real.int().argmax(dim=1), prompt_width)
+    buckets = padding_buckets((prompt_width - first).tolist())
+    if len(buckets) == 1:
+        return forward(input_ids, attention_mask)
+    logps, entropies, order = [], [], []
+    for rows in buckets:
+        index = torch.tensor(rows, device=input_ids.device)
+        trim = int(first[index].min())
+        lp, ent = forward(input_ids[index, trim:], attention_mask[index, trim:])
+        logps.append(lp)
+        entropies.append(ent)
+        order.extend(rows)
+    inverse = torch.empty(len(order), dtype=torch.long, device=input_ids.device)
+    inverse[torch.tensor(order, device=input_ids.device)] = torch.arange(
+        len(order), device=input_ids.device
+    )
+    entropy = None if entropies[0] is None else torch.cat(entropies)[inverse]
+    return torch.cat(logps)[inverse], entropy
+
+
 class PairRLTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout``."""
 
@@ -116,6 +190,55 @@ class PairRLTrainer(GRPOTrainer):
         for phase, seconds in self.pairrl_rollout.timings.items():
             self._metrics[mode][f"time/{phase}_s"].append(seconds)
         return output
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **extra: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """TRL's, run per padding bucket (``forward_in_buckets``): one process, text only.
+
+        With several processes it is TRL's single forward: the bucket count can differ
+        between processes, and ZeRO-3 / FSDP gather weights collectively inside every
+        forward (a differing count would hang); several forwards per backward under DDP are
+        untested.
+        """
+        parent = super()._get_per_token_logps_and_entropies
+        if (
+            self.accelerator.num_processes > 1
+            or compute_aux_loss
+            or any(v is not None for v in extra.values())
+        ):
+            return parent(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **extra,
+            )
+
+        def forward(ids: torch.Tensor, mask: torch.Tensor) -> tuple[Any, Any]:
+            logps, entropies, _ = parent(
+                model,
+                ids,
+                mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+            )
+            return logps, entropies
+
+        logps, entropies = forward_in_buckets(forward, input_ids, attention_mask, logits_to_keep)
+        return logps, entropies, None
 
     def _replace_logged_advantages(self, advantages: list[float]) -> None:
         """TRL appended its own (group-mean) advantages to the completions log; swap in ours."""

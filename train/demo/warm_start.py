@@ -10,6 +10,12 @@ plus a few incorrect-incorrect ones so that "rate both low" is also seen.
 All targets are right: the warm start is short, so what it leaves imperfect is the
 arithmetic itself (the solver's sums, and so the judge's own sum), which is what RL on
 sampled solutions and on-policy pairs can improve.
+
+Measured (seed 0, batch 32, lr 1e-3; details in ``configs/toy_cpu.yaml``): the solver's
+arithmetic appears only after a loss plateau of ~200 steps and then rises sharply (held-out
+greedy 21% at 700 steps, 76.5% at 850, 99.5% at 1150), while the judge's ratings stay
+independent of the candidates (balanced accuracy ~0.5) at every budget tried, even when its
+own ``<think>`` sum is right: comparing two numbers ~40 tokens apart is not learnt here.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from rewards.tasks import Task
 
@@ -18,17 +18,7 @@ Status = Literal[
     "output_limit",
     "sandbox_error",
 ]
-STATUSES: tuple[str, ...] = (
-    "pass",
-    "wrong",
-    "timeout",
-    "runtime_error",
-    "syntax_error",
-    "no_code",
-    "memory_limit",
-    "output_limit",
-    "sandbox_error",
-)
+STATUSES: tuple[str, ...] = get_args(Status)
 
 
 @dataclass(frozen=True)

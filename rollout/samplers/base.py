@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 ChatMessage = dict[str, str]
 Prompt = str | list[ChatMessage]
@@ -178,3 +178,17 @@ def logaddexp(a: float, b: float) -> float:
     """log(exp(a) + exp(b)) without overflow (for merging tokens that decode alike)."""
     high, low = max(a, b), min(a, b)
     return high if low == -math.inf else high + math.log1p(math.exp(low - high))
+
+
+def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
+    """The exact text a local model sees for ``prompt``: text as is, messages through the
+    chat template (continuing a final assistant message instead of opening a new turn)."""
+    if isinstance(prompt, str):
+        return prompt
+    continuation = is_continuation(prompt)
+    return tokenizer.apply_chat_template(
+        prompt,
+        tokenize=False,
+        add_generation_prompt=not continuation,
+        continue_final_message=continuation,
+    )

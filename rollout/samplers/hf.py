@@ -24,9 +24,9 @@ from rollout.samplers.base import (
     Prompt,
     SamplerError,
     SamplingParams,
-    is_continuation,
     logaddexp,
     prompt_seed,
+    render_prompt,
     validate_prompts,
 )
 
@@ -98,15 +98,7 @@ class HFSampler:
 
     def render(self, prompt: Prompt) -> str:
         """The exact text the model sees for ``prompt`` (chat template applied to messages)."""
-        if isinstance(prompt, str):
-            return prompt
-        continuation = is_continuation(prompt)
-        return self.tokenizer.apply_chat_template(
-            prompt,
-            tokenize=False,
-            add_generation_prompt=not continuation,
-            continue_final_message=continuation,
-        )
+        return render_prompt(self.tokenizer, prompt)
 
     def encode(self, prompt: Prompt) -> list[int]:
         """Token ids of ``prompt``; raw strings get the tokenizer's special tokens (e.g. BOS)."""

@@ -20,9 +20,9 @@ from rollout.samplers.base import (
     Prompt,
     SamplerError,
     SamplingParams,
-    is_continuation,
     logaddexp,
     prompt_seed,
+    render_prompt,
     validate_prompts,
 )
 
@@ -71,15 +71,7 @@ class VLLMSampler:
 
     def render(self, prompt: Prompt) -> str:
         """The exact text the model sees (chat template applied to messages)."""
-        if isinstance(prompt, str):
-            return prompt
-        continuation = is_continuation(prompt)
-        return self.tokenizer.apply_chat_template(
-            prompt,
-            tokenize=False,
-            add_generation_prompt=not continuation,
-            continue_final_message=continuation,
-        )
+        return render_prompt(self.tokenizer, prompt)
 
     def _token_prompts(self, prompts: Sequence[Prompt]) -> list[dict[str, list[int]]]:
         return [

@@ -4,7 +4,12 @@ Runs ``pairrl train configs/toy_cpu.yaml`` once per mode and seed, from one shar
 start per seed (copied into each run folder, so every mode starts from the same weights),
 then prints the held-out numbers each run's ``summary.json`` holds:
 
-    .venv/bin/python benchmarks/toy_ablation.py --out runs/toy_ablation --seeds 0 1
+    .venv/bin/python benchmarks/toy_ablation.py --out runs/toy_ablation --seeds 0 1 --jobs 2
+
+A run folder that already holds ``summary.json`` is reused, not rerun (resume).
+``--jobs 2`` runs the seeds side by side (one core each on a 2-core machine).
+``--warm-start 'runs/toy_seed{seed}/warm_start'`` reuses the warm starts of earlier demo
+runs instead of training new ones (``{seed}`` is replaced by each seed).
 
 GRPO spends all G = 8 samples on solutions; PointRL and PairRL split them 4 + 4, so every
 mode draws the same number of samples per problem. Extra ``--set`` overrides apply to all
@@ -19,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 MODES = {
@@ -56,26 +62,51 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--jobs", type=int, default=1, help="seeds run side by side")
+    parser.add_argument(
+        "--warm-start", default=None, help="reuse this warm start; {seed} is replaced by the seed"
+    )
     args = parser.parse_args()
     exe = _pairrl_executable()
     out = Path(args.out)
-    results: dict[tuple[str, int], dict] = {}
-    for seed in args.seeds:
-        shared_warm: Path | None = None
+
+    def run_seed(seed: int) -> dict[tuple[str, int], dict]:
+        """Every mode for one seed, in order, sharing one warm start."""
+        done: dict[tuple[str, int], dict] = {}
+        shared_warm = Path(args.warm_start.format(seed=seed)) if args.warm_start else None
+        if shared_warm is not None and not (shared_warm / "config.json").is_file():
+            raise SystemExit(f"--warm-start: no model at {shared_warm}")
         for mode in args.modes:
             run_dir = out / f"{mode}_seed{seed}"
+            if (run_dir / "summary.json").is_file():  # finished earlier: reuse (resume)
+                print(f"reusing {run_dir}/summary.json", flush=True)
+                done[(mode, seed)] = json.loads((run_dir / "summary.json").read_text())
+                done[(mode, seed)]["ablation_wall_s"] = float("nan")
+                shared_warm = shared_warm or run_dir / "warm_start"
+                continue
             if shared_warm is not None and not (run_dir / "warm_start").exists():
                 shutil.copytree(shared_warm, run_dir / "warm_start")
             cmd = [exe, "train", args.config, "--out", str(run_dir), f"--set=seed={seed}"]
             cmd += [f"--set={o}" for o in MODES[mode] + args.overrides]
             print("$", " ".join(cmd), flush=True)
             started = time.perf_counter()
-            subprocess.run(cmd, check=True)
+            log = run_dir.with_suffix(".log")
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("w") as handle:
+                code = subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT).returncode
+            if code != 0:
+                raise SystemExit(f"{mode} seed {seed} failed (exit {code}); see {log}")
             wall = time.perf_counter() - started
             summary = json.loads((run_dir / "summary.json").read_text())
             summary["ablation_wall_s"] = wall
-            results[(mode, seed)] = summary
+            done[(mode, seed)] = summary
             shared_warm = shared_warm or run_dir / "warm_start"
+        return done
+
+    results: dict[tuple[str, int], dict] = {}
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for done in pool.map(run_seed, args.seeds):
+            results.update(done)
     header = "  ".join(f"{c[:6]:>6}" for c in COLUMNS)
     print(
         f"\nheld-out, final model (warm start in brackets on the first line per seed)\n{'mode':<8} seed  {header}   wall_s"

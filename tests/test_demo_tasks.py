@@ -7,7 +7,11 @@ import pytest
 from rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
 from rewards.results import ExecJob
 from train.demo.evaluate import judge_quality
-from train.demo.prompts import pairwise_judgement_text, pointwise_judgement_text
+from train.demo.prompts import (
+    pairwise_judgement_text,
+    pointwise_judgement_text,
+    solution_completion,
+)
 from train.demo.report import curves_from_log_history, goal_checks
 from train.demo.selection import majority_pick, run_lockstep_swiss
 from train.demo.tasks import (
@@ -68,11 +72,23 @@ def test_task_tests_run_for_real_in_the_executor() -> None:
 
 
 def test_taught_judgements_parse_and_earn_the_reward() -> None:
-    text = pairwise_judgement_text(115, [True, False])
+    problem = AdditionProblem(67, 48)
+    text = pairwise_judgement_text(problem, [115, 105])
     assert parse_pair_ratings(text) == (9, 1)
+    # the digit checks: hundreds and units agree, tens differ (1 vs 0)
+    assert "A 11= 11= 55=\nB 11= 10! 55=</think>" in text
     # 9 -> v = 8/9, |v - 1| = 1/9 <= 0.2 earns 1 - 1/9; 1 -> v = 0 earns 1; mean = 17/18
     assert verification_reward((9, 1), (True, False)) == pytest.approx(17 / 18)
-    assert parse_rating(pointwise_judgement_text(115, False)) == 1
+    assert parse_rating(pointwise_judgement_text(problem, 105)) == 1
+    assert parse_rating(pointwise_judgement_text(problem, 115)) == 9
+    # a candidate of another width is checked digit by digit, the missing one as "_"
+    assert "11= 11= 5_!" in pointwise_judgement_text(problem, 11)
+
+
+def test_solution_completion_thinks_then_answers_in_code() -> None:
+    text = solution_completion(AdditionProblem(67, 48))
+    assert text.startswith("<think>67+48=115</think>\n")
+    assert extract_code(text) == "def f():\n    return 115\n"
 
 
 def test_warm_start_data_is_right_and_covers_all_formats() -> None:
@@ -89,9 +105,10 @@ def test_warm_start_data_is_right_and_covers_all_formats() -> None:
             .rstrip(".")
             .split(" + ")
         )
-        if answer.startswith("```"):
+        if "```" in answer:
             kinds["solution"] += 1
             assert f"return {a + b}\n" in answer
+            assert answer.startswith(f"<think>{a}+{b}={a + b}</think>")
         elif "<rating_A>" in answer:
             kinds["pairwise"] += 1
             shown = [
@@ -99,7 +116,7 @@ def test_warm_start_data_is_right_and_covers_all_formats() -> None:
             ]
             expected = tuple(9 if v == a + b else 1 for v in shown)
             assert parse_pair_ratings(answer) == expected
-            assert answer.startswith(f"<think>{a + b}</think>")
+            assert answer.startswith(f"<think>{a}+{b}={a + b}\nA ")
         else:
             kinds["pointwise"] += 1
             shown = int(prompt.split("return ")[-1].split("\n")[0])

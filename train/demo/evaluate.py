@@ -83,14 +83,20 @@ def sample_pool(
 
 
 def _return_values(executor: Any, texts: list[list[str]]) -> list[list[Any]]:
-    """``f()`` of every candidate, run in the sandbox once per distinct program."""
-    seen: dict[str, Any] = {}
-    for row in texts:
-        for text in row:
-            code = extract_code(text)
-            if code is not None and code not in seen:
-                (out,) = executor.call_outputs(code, "f", [()])
-                seen[code] = out.value if out.ok else None
+    """``f()`` of every candidate, run in the sandbox once per distinct program.
+
+    Programs run concurrently, one per executor worker (``call_outputs`` takes a free one).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    codes = sorted({c for row in texts for t in row if (c := extract_code(t)) is not None})
+
+    def value_of(code: str) -> Any:
+        (out,) = executor.call_outputs(code, "f", [()])
+        return out.value if out.ok else None
+
+    with ThreadPoolExecutor(max(1, getattr(executor, "workers", 1))) as pool:
+        seen = dict(zip(codes, pool.map(value_of, codes), strict=True))
     return [[seen.get(extract_code(t) or "\0") for t in row] for row in texts]
 
 

@@ -1,21 +1,23 @@
 """The demo's supervised warm start (TRL's ``SFTTrainer``) on generated conversations.
 
-It teaches three formats on training problems only: solutions (a fenced ``f()`` returning
-the sum), pairwise judgements and pointwise judgements (own sum in ``<think>``, then 9 for
-a candidate equal to it and 1 otherwise; see ``train.demo.prompts``). Judge candidates are
-the true sum or the mistakes a digit adder makes (``distractor_answers``), in random A/B
-order, in the proportions the trainer's pairs have (correct-incorrect and correct-correct)
-plus a few incorrect-incorrect ones so that "rate both low" is also seen.
+It teaches three formats on training problems only (see ``train.demo.prompts``): solutions
+(the worked sum in ``<think>``, then a fenced ``f()`` returning it), pairwise judgements
+and pointwise judgements (the same worked sum, digit-by-digit checks of each candidate
+against it, then 9 for a match and 1 otherwise). Judge candidates are the true sum or the
+mistakes a digit adder makes (``distractor_answers``), in random A/B order; pairs with no
+correct candidate are common (35%) so that copying a candidate as the judge's own sum does
+not pay.
 
 All targets are right: the warm start is short, so what it leaves imperfect is the
-arithmetic itself (the solver's sums, and so the judge's own sum), which is what RL on
-sampled solutions and on-policy pairs can improve.
+arithmetic itself, and it is imperfect in the way the issue asks for: greedy decoding is
+mostly right, but sampled sums often drop a carry (the tens digit is uncertain), and the
+judge inherits the same errors through its own sum. RL on sampled solutions and on-policy
+pairs can sharpen that.
 
-Measured (seed 0, batch 32, lr 1e-3; details in ``configs/toy_cpu.yaml``): the solver's
-arithmetic appears only after a loss plateau of ~200 steps and then rises sharply (held-out
-greedy 21% at 700 steps, 76.5% at 850, 99.5% at 1150), while the judge's ratings stay
-independent of the candidates (balanced accuracy ~0.5) at every budget tried, even when its
-own ``<think>`` sum is right: comparing two numbers ~40 tokens apart is not learnt here.
+Measured (``configs/toy_cpu.yaml``, seed 0, 2 cores): the SFT loss sits on a plateau while
+the format is learnt, then the sum circuit forms after ~300-500 steps (seed-dependent);
+after 500 steps greedy held-out accuracy was 0.95 and the judge's balanced accuracy on
+pairs with a distractor 0.88, at ~1.1 s per step on one thread.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from train.demo.prompts import (
     pairwise_messages,
     pointwise_judgement_text,
     pointwise_messages,
+    solution_completion,
 )
 from train.demo.tasks import AdditionProblem, distractor_answers, solution_text
 
@@ -38,8 +41,10 @@ __all__ = ["warm_start_conversations", "warm_start_sft"]
 
 # Shares of the example mix (solution, pairwise, pointwise). Pointwise examples are taught
 # to every model so that the PointRL ablation starts from the same checkpoint.
-MIX = (0.5, 0.375, 0.125)
-PAIR_KINDS = (("correct_incorrect", 0.6), ("correct_correct", 0.25), ("incorrect_incorrect", 0.15))
+MIX = (0.5, 0.4, 0.1)
+# Incorrect candidates are common (35% of pairs have no correct one) so that copying a
+# candidate as the judge's own sum is a poor shortcut: computing it pays more.
+PAIR_KINDS = (("correct_incorrect", 0.5), ("correct_correct", 0.15), ("incorrect_incorrect", 0.35))
 
 
 def _candidate(problem: AdditionProblem, correct: bool, rng: random.Random) -> int:
@@ -61,7 +66,7 @@ def warm_start_conversations(
         roll = rng.random()
         if roll < MIX[0]:
             messages = generation_messages(task)
-            target = solution_text(problem.answer)
+            target = solution_completion(problem)
         elif roll < MIX[0] + MIX[1]:
             kind = rng.choices(kinds, weights)[0]
             correct = {
@@ -72,12 +77,12 @@ def warm_start_conversations(
             rng.shuffle(correct)
             values = [_candidate(problem, c, rng) for c in correct]
             messages = pairwise_messages(task, solution_text(values[0]), solution_text(values[1]))
-            target = pairwise_judgement_text(problem.answer, correct)
+            target = pairwise_judgement_text(problem, values)
         else:
             correct_one = rng.random() < 0.5
             value = _candidate(problem, correct_one, rng)
             messages = pointwise_messages(task, solution_text(value))
-            target = pointwise_judgement_text(problem.answer, correct_one)
+            target = pointwise_judgement_text(problem, value)
         out.append([*messages, {"role": "assistant", "content": target}])
     return out
 
@@ -110,6 +115,9 @@ def warm_start_sft(
         output_dir=str(Path(out_dir) / "sft_trainer"),
         max_steps=steps,
         learning_rate=lr,
+        # beta2 0.95 as in LM pre-training recipes: the sum circuit formed after ~300-500
+        # steps with it, against ~700-850 with the default 0.999 (probes on this machine).
+        adam_beta2=0.95,
         lr_scheduler_type="cosine",
         warmup_steps=max(1, steps // 20),
         per_device_train_batch_size=batch_size,

@@ -81,7 +81,9 @@ def main() -> int:
             if (run_dir / "summary.json").is_file():  # finished earlier: reuse (resume)
                 print(f"reusing {run_dir}/summary.json", flush=True)
                 done[(mode, seed)] = json.loads((run_dir / "summary.json").read_text())
-                done[(mode, seed)]["ablation_wall_s"] = float("nan")
+                # the run's own recorded phases (warm start, training, evaluation)
+                recorded = done[(mode, seed)].get("wall_s", {})
+                done[(mode, seed)]["ablation_wall_s"] = sum(recorded.values())
                 shared_warm = shared_warm or run_dir / "warm_start"
                 continue
             if shared_warm is not None and not (run_dir / "warm_start").exists():

@@ -15,6 +15,7 @@ os.environ["WANDB_MODE"] = "offline"
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,33 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from rollout.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
+
+
+@pytest.fixture
+def eval_cli() -> Callable[..., tuple[int, str]]:
+    """Invoke ``pairrl eval ARGS`` in-process; returns ``(exit_code, output)``.
+
+    ``reraise=True`` re-raises an exception other than ``SystemExit`` (a crash must fail
+    the test); ``reraise=False`` appends its message to the output instead, for tests of
+    the errors a user sees.
+    """
+    import typer
+    from typer.testing import CliRunner
+
+    from eval.cli import register
+
+    def invoke(args: list[str], *, reraise: bool = True) -> tuple[int, str]:
+        root = typer.Typer()
+        register(root)
+
+        @root.callback()
+        def _root() -> None:  # a group callback, so that "eval" is a subcommand
+            return None
+
+        result = CliRunner().invoke(root, ["eval", *args])
+        if reraise and result.exception and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        output = result.output if reraise else result.output + str(result.exception or "")
+        return result.exit_code, output
+
+    return invoke

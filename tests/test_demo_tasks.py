@@ -18,10 +18,11 @@ from train.demo.tasks import (
     AdditionProblem,
     all_problems,
     distractor_answers,
+    dropped_carry_sum,
     solution_text,
     split_problems,
 )
-from train.demo.warm_start import warm_start_conversations
+from train.demo.warm_start import teacher_drops_carry, warm_start_conversations
 
 
 def test_family_is_two_digit_sums_with_three_digits() -> None:
@@ -87,7 +88,7 @@ def test_taught_judgements_parse_and_earn_the_reward() -> None:
 
 def test_solution_completion_thinks_then_answers_in_code() -> None:
     text = solution_completion(AdditionProblem(67, 48))
-    assert text.startswith("<think>67+48=115</think>\n")
+    assert text.startswith("<think>67+48: 7+8=15 6+4+1=11 115</think>\n")
     assert extract_code(text) == "def f():\n    return 115\n"
 
 
@@ -108,7 +109,8 @@ def test_warm_start_data_is_right_and_covers_all_formats() -> None:
         if "```" in answer:
             kinds["solution"] += 1
             assert f"return {a + b}\n" in answer
-            assert answer.startswith(f"<think>{a}+{b}={a + b}</think>")
+            assert answer.startswith(f"<think>{a}+{b}: ")
+            assert f" {a + b}</think>" in answer
         elif "<rating_A>" in answer:
             kinds["pairwise"] += 1
             shown = [
@@ -116,12 +118,42 @@ def test_warm_start_data_is_right_and_covers_all_formats() -> None:
             ]
             expected = tuple(9 if v == a + b else 1 for v in shown)
             assert parse_pair_ratings(answer) == expected
-            assert answer.startswith(f"<think>{a}+{b}={a + b}\nA ")
+            assert answer.startswith(f"<think>{a}+{b}: ") and f" {a + b}\nA " in answer
         else:
             kinds["pointwise"] += 1
             shown = int(prompt.split("return ")[-1].split("\n")[0])
             assert parse_rating(answer) == (9 if shown == a + b else 1)
     assert all(count > 20 for count in kinds.values()), kinds
+
+
+def test_noisy_teacher_drops_the_units_carry_at_its_rate_in_every_role() -> None:
+    import random
+
+    # 67 + 48: 7 + 8 = 15 carries, so the dropped-carry sum is 115 - 10 = 105;
+    # 61 + 48 = 109 does not carry and 55 + 47 = 102 would fall to two digits (92).
+    carry, no_carry, short = (
+        AdditionProblem(67, 48),
+        AdditionProblem(61, 48),
+        AdditionProblem(55, 47),
+    )
+    assert dropped_carry_sum(carry) == 105
+    assert dropped_carry_sum(no_carry) is None and dropped_carry_sum(short) is None
+    rng = random.Random(0)
+    draws = [teacher_drops_carry(carry, 0.3, rng) for _ in range(4000)]
+    assert abs(sum(draws) / 4000 - 0.3) < 0.03  # binomial sd ~0.007
+    assert not teacher_drops_carry(no_carry, 1.0, rng)
+    assert not teacher_drops_carry(short, 1.0, rng)
+    with pytest.raises(ValueError, match="dropped_carry_rate"):
+        warm_start_conversations([carry], 1, dropped_carry_rate=1.5)
+    # rate 1.0 on the carrying problem: every role works with 105 and rates against it
+    for conv in warm_start_conversations([carry], 60, seed=1, dropped_carry_rate=1.0):
+        prompt, answer = conv[0]["content"], conv[-1]["content"]
+        assert answer.startswith("<think>67+48: 7+8=15 6+4=10 105")
+        if "```" in answer:
+            assert "return 105\n" in answer
+        elif "<rating_A>" in answer:
+            shown = [int(x.split("return ")[1]) for x in prompt.splitlines() if "return " in x]
+            assert parse_pair_ratings(answer) == tuple(9 if v == 105 else 1 for v in shown)
 
 
 def test_majority_pick_and_judge_quality() -> None:

@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from eval.cli import register
 from eval.config import EvalConfig
 from eval.runner import finish
 from eval.tasks import select_tasks
 from rollout.config import ConfigError, parse_config
-
-
-def _cli(args: list[str]) -> tuple[int, str]:
-    root = typer.Typer()
-    register(root)
-
-    @root.callback()
-    def _root() -> None:
-        pass
-
-    result = CliRunner().invoke(root, ["eval", *args])
-    return result.exit_code, result.output + str(result.exception or "")
 
 
 def test_config_errors_name_field_and_allowed_values() -> None:
@@ -42,12 +28,12 @@ def test_config_errors_name_field_and_allowed_values() -> None:
         parse_config({"candidates": {"pool": "p"}, "shard": "2/2"}, EvalConfig)
 
 
-def test_quick_cli_usage_errors(tmp_path: Path) -> None:
-    code, out = _cli(["--tasks", "t.jsonl", "--k", "2"])
+def test_quick_cli_usage_errors(eval_cli: Callable[..., tuple[int, str]], tmp_path: Path) -> None:
+    code, out = eval_cli(["--tasks", "t.jsonl", "--k", "2"], reraise=False)
     assert code != 0 and "needs one of --model, --endpoint, --pool" in out
-    code, out = _cli(["--pool", "p", "--model", "m"])
+    code, out = eval_cli(["--pool", "p", "--model", "m"], reraise=False)
     assert code != 0 and "at most one of" in out
-    code, out = _cli(["--pool", "p", "--selectors", "random,magic"])
+    code, out = eval_cli(["--pool", "p", "--selectors", "random,magic"], reraise=False)
     assert code == 2 and "selectors.1" in out
 
 

@@ -14,14 +14,10 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner
-
-from eval.cli import register
 
 TASKS = [
     {
@@ -121,20 +117,6 @@ def fake_judge() -> Iterator[callable]:
         server.should_exit = True
 
 
-def _cli(args: list[str]) -> tuple[int, str]:
-    root = typer.Typer()
-    register(root)
-
-    @root.callback()
-    def _root() -> None:  # a group, so "eval" is a subcommand
-        pass
-
-    result = CliRunner().invoke(root, ["eval", *args])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
-
-
 def _verdict_before_scores(output: str, verdict: str) -> None:
     """The verdict is printed, and no percentage appears before it."""
     assert f"integrity gate: {verdict}" in output
@@ -147,10 +129,12 @@ RUN = ["--k", "3", "--no-progress"]
 JUDGE_SELECTORS = "random,first,agreement,oracle,all_pairs,swiss_2n"
 
 
-def test_closed_port_endpoint_fails(bench_files: tuple[Path, Path], tmp_path: Path) -> None:
+def test_closed_port_endpoint_fails(
+    eval_cli: Callable[..., tuple[int, str]], bench_files: tuple[Path, Path], tmp_path: Path
+) -> None:
     tasks, _ = bench_files
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    code, out = _cli(
+    code, out = eval_cli(
         [
             "--tasks",
             str(tasks),
@@ -173,7 +157,10 @@ def test_closed_port_endpoint_fails(bench_files: tuple[Path, Path], tmp_path: Pa
 
 
 def test_answering_judge_passes_then_deleted_comparison_fails(
-    bench_files: tuple[Path, Path], tmp_path: Path, fake_judge: callable
+    eval_cli: Callable[..., tuple[int, str]],
+    bench_files: tuple[Path, Path],
+    tmp_path: Path,
+    fake_judge: callable,
 ) -> None:
     tasks, pool = bench_files
     out_dir = tmp_path / "run"
@@ -192,7 +179,7 @@ def test_answering_judge_passes_then_deleted_comparison_fails(
         "--strict",
         *RUN,
     ]
-    code, out = _cli(args)
+    code, out = eval_cli(args)
     assert code == 0, out
     _verdict_before_scores(out, "PASS")
     summary = json.loads((out_dir / "summary.json").read_text())
@@ -208,7 +195,7 @@ def test_answering_judge_passes_then_deleted_comparison_fails(
     # Delete one comparison from the cache: the gate's replay must notice.
     lines = (out_dir / "cache" / "pairwise.jsonl").read_text().splitlines()
     (out_dir / "cache" / "pairwise.jsonl").write_text("\n".join(lines[1:]) + "\n")
-    code, out = _cli(["gate", str(out_dir), "--strict"])
+    code, out = eval_cli(["gate", str(out_dir), "--strict"])
     assert code != 0
     _verdict_before_scores(out, "FAIL")
     assert "missing from the cache" in out
@@ -216,11 +203,14 @@ def test_answering_judge_passes_then_deleted_comparison_fails(
 
 
 def test_unparseable_judge_fails(
-    bench_files: tuple[Path, Path], tmp_path: Path, fake_judge: callable
+    eval_cli: Callable[..., tuple[int, str]],
+    bench_files: tuple[Path, Path],
+    tmp_path: Path,
+    fake_judge: callable,
 ) -> None:
     tasks, pool = bench_files
     url = fake_judge(True)
-    code, out = _cli(
+    code, out = eval_cli(
         [
             "--tasks",
             str(tasks),
@@ -246,7 +236,7 @@ def test_unparseable_judge_fails(
 
 
 def test_edited_records_fail_and_shards_merge(
-    bench_files: tuple[Path, Path], tmp_path: Path
+    eval_cli: Callable[..., tuple[int, str]], bench_files: tuple[Path, Path], tmp_path: Path
 ) -> None:
     tasks, pool = bench_files
     base = [
@@ -258,7 +248,7 @@ def test_edited_records_fail_and_shards_merge(
         "random,first,agreement,oracle",
         *RUN,
     ]
-    code, out = _cli([*base, "--out", str(tmp_path / "whole"), "--strict"])
+    code, out = eval_cli([*base, "--out", str(tmp_path / "whole"), "--strict"])
     assert code == 0, out
     whole = json.loads((tmp_path / "whole" / "summary.json").read_text())
     # agreement: add_one outputs on add_one(1) are 3, 2, 1 (three clusters, first wins,
@@ -266,9 +256,11 @@ def test_edited_records_fail_and_shards_merge(
     assert whole["selectors"]["agreement"]["accuracy"]["value"] == pytest.approx(1 / 3)
 
     for shard in ("0/2", "1/2"):
-        code, out = _cli([*base, "--out", str(tmp_path / "sharded"), "--shard", shard, "--strict"])
+        code, out = eval_cli(
+            [*base, "--out", str(tmp_path / "sharded"), "--shard", shard, "--strict"]
+        )
         assert code == 0, out
-    code, out = _cli(["merge", str(tmp_path / "sharded"), "--strict"])
+    code, out = eval_cli(["merge", str(tmp_path / "sharded"), "--strict"])
     assert code == 0, out
     merged = json.loads((tmp_path / "sharded" / "summary.json").read_text())
     assert merged["num_tasks"] == 3
@@ -281,6 +273,6 @@ def test_edited_records_fail_and_shards_merge(
         if row["kind"] == "selection" and row["selector"] == "first":
             row["chosen"], row["score"] = 1, 1.0  # claim a better pick than the run made
     records.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    code, out = _cli(["gate", str(tmp_path / "whole"), "--strict"])
+    code, out = eval_cli(["gate", str(tmp_path / "whole"), "--strict"])
     assert code != 0
     assert "first: 3 reported selections differ from the replay" in out

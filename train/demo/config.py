@@ -36,6 +36,13 @@ class DemoConfig(PairrlModel):
     warm_start_examples: int = Field(
         default=4096, ge=1, description="generated SFT conversations (solutions and judgements)"
     )
+    teacher_dropped_carry: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="how often the warm-start teacher drops the units carry in its worked sum "
+        "(solutions and the judge's own sum alike): the imperfection RL is meant to fix",
+    )
     eval_k: int = Field(default=8, ge=2, le=64, description="candidates per held-out problem")
     eval_problems: int | None = Field(
         default=None, ge=1, description="evaluate only the first N held-out problems (tests)"

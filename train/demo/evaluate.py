@@ -13,6 +13,10 @@ labels by running the hidden test (``rewards.Executor``). Reported:
   current samples.
 * ``best_of_k``: random, swiss (the model as judge), majority (return values) and oracle;
   see ``train.demo.selection``.
+* ``best_of_k_warm_pool``: the same pickers on the warm start's own candidates (the
+  ``reference_pool``), judged by this checkpoint. Once the solver is near perfect, its own
+  pool leaves a judge little to choose; on the warm start's pool the trained judge and the
+  warm-start judge pick among the same candidates.
 """
 
 from __future__ import annotations
@@ -225,6 +229,11 @@ def evaluate_checkpoint(
     fixed = judge_pool(sampler, reference, judge_sampling)
     on_policy = fixed if reference is pool else judge_pool(sampler, pool, judge_sampling)
     selection = best_of_k(sampler, pool, judge_sampling, seed, swiss_budget_per_candidate)
+    on_reference = (
+        selection
+        if reference is pool
+        else best_of_k(sampler, reference, judge_sampling, seed, swiss_budget_per_candidate)
+    )
     statuses: dict[str, int] = {}
     for row in pool.statuses:
         for s in row:
@@ -237,6 +246,7 @@ def evaluate_checkpoint(
         "judge_true_negative_rate": fixed["true_negative_rate"],
         "judge_on_policy": on_policy,
         "best_of_k": selection,
+        "best_of_k_warm_pool": on_reference,
         "exec_statuses": statuses,
         "num_problems": len(problems),
         "k": k,

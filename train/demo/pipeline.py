@@ -72,7 +72,10 @@ def prepare_demo(
         policy_path = str(warm_dir)
         if is_main_process and not (warm_dir / "config.json").is_file():
             conversations = warm_start_conversations(
-                train_problems, demo.warm_start_examples, seed=cfg.seed
+                train_problems,
+                demo.warm_start_examples,
+                seed=cfg.seed,
+                dropped_carry_rate=demo.teacher_dropped_carry,
             )
             report = warm_start_sft(
                 model_path,
@@ -144,6 +147,15 @@ def format_table(summary: dict[str, Any]) -> str:
     for key in warm:
         w, f = warm[key], final[key]
         rows.append((key, "n/a" if w is None else f"{w:.3f}", "n/a" if f is None else f"{f:.3f}"))
+    warm_pool = summary["final"].get("best_of_k_warm_pool")
+    if warm_pool is not None:  # the trained judge on the warm start's own candidates
+        rows.append(
+            (
+                "swiss on warm-start pool",
+                f"{summary['warm_start']['best_of_k']['swiss']:.3f}",
+                f"{warm_pool['swiss']:.3f}",
+            )
+        )
     width = max(len(r[0]) for r in rows)
     lines = [f"{a:<{width}}  {b:>10}  {c:>10}" for a, b, c in rows]
     goal = summary["goal"]

@@ -16,23 +16,26 @@ They are read on the paper's scale unchanged, v = (r - 1) / 9, so 9 -> 0.889 and
 Nothing stops RL from emitting 10 (it parses and is rewarded as the paper's 10).
 
 Both roles think the same first thought. Every completion opens with a worked sum in
-``<think>..</think>`` (the parser reads only what follows the last ``</think>``):
-``<think>67+48=115</think>`` then the solver's code, or then the judge's checks. Restating
-the operands next to the sum makes the sum a local computation (digits a few tokens
-back), and because solver and judge share it token for token, one circuit serves both: a
-better solver is a better judge, which is what the issue asks the toy to show.
+``<think>..</think>`` (the parser reads only what follows the last ``</think>``), done
+column by column: ``<think>67+48: 7+8=15 6+4+1=11 115</think>`` then the solver's code, or
+then the judge's checks. Restating the operands makes each column a local computation
+(digits a few tokens back), the carry is an explicit ``+1``, and because solver and judge
+share the thought token for token, one circuit serves both: a better solver is a better
+judge, which is what the issue asks the toy to show.
 
 The judge checks rather than guesses. After its sum it lines up each candidate's returned
 number digit by digit with its own: own digit, candidate digit, then ``=`` or ``!``
 (``A 11= 10! 55=``), so each mark compares the two tokens just before it and each rating
-reads its line's marks.
+reads its line's marks. It rates against its *own* sum, so a judge that drops a carry
+rates consistently with its mistake.
 
-Measured on this machine (plain SFT probes, seed 0, batch 32, lr 1e-3): with only the sum in
-``<think>`` and the candidates ~40 tokens back, judge balanced accuracy stayed at ~0.5
-through 1,150 steps; with marks written before the candidate digit (``1=1 1!0``) or without
-the worked sum in the solver's completion, it stalled near 0.6-0.7 because the judge copied
-a candidate (often right in the warm-start data) as its own sum. With this format the judge
-reached 0.70-0.78 after 400-500 steps, tracking the solver.
+Measured on this machine (plain SFT probes, seed 0, batch 32, lr 1e-3), before the column
+format: with only the sum in ``<think>`` and the candidates ~40 tokens back, judge balanced
+accuracy stayed at ~0.5 through 1,150 steps; with marks written before the candidate digit
+(``1=1 1!0``) it stalled near 0.6-0.7 because the judge copied a candidate as its own sum.
+With a one-line sum (``67+48=115``) and these checks the judge reached 0.70-0.78, but the
+sum itself formed only after 300-500 SFT steps and not at all for one seed in 500 steps;
+the column format trains in about 200 (see ``configs/toy_cpu.yaml``).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rewards.tasks import Task
-from train.demo.tasks import AdditionProblem, solution_text
+from train.demo.tasks import AdditionProblem, dropped_carry_sum, solution_text
 
 __all__ = [
     "CORRECT_RATING",
@@ -100,53 +103,88 @@ def digit_checks(own_sum: int, candidate: str) -> str:
     return " ".join(f"{x}{y}{'=' if x == y else '!'}" for x, y in pairs)
 
 
-def worked_sum(problem: AdditionProblem) -> str:
-    """The first thought of every completion: ``67+48=115``."""
-    return f"{problem.a}+{problem.b}={problem.answer}"
+def worked_sum(problem: AdditionProblem, drop_carry: bool = False) -> tuple[str, int]:
+    """The first thought of every completion, column by column, and the sum it reaches.
+
+    Operands restated, units column, tens column (with ``+1`` when the units carry), sum.
+    ``drop_carry`` leaves out the ``+1``: the mistake the warm-start teacher makes.
+
+    >>> worked_sum(AdditionProblem(67, 48))
+    ('67+48: 7+8=15 6+4+1=11 115', 115)
+    >>> worked_sum(AdditionProblem(67, 48), drop_carry=True)
+    ('67+48: 7+8=15 6+4=10 105', 105)
+    >>> worked_sum(AdditionProblem(61, 48))
+    ('61+48: 1+8=9 6+4=10 109', 109)
+    """
+    a, b = problem.a, problem.b
+    if drop_carry and dropped_carry_sum(problem) is None:
+        raise ValueError(f"{a}+{b}: no units carry to drop that keeps three digits")
+    units = a % 10 + b % 10
+    carry = 1 if units >= 10 and not drop_carry else 0
+    tens = a // 10 + b // 10 + carry
+    total = tens * 10 + units % 10
+    tens_text = f"{a // 10}+{b // 10}" + ("+1" if carry else "")
+    return f"{a}+{b}: {a % 10}+{b % 10}={units} {tens_text}={tens} {total}", total
 
 
-def solution_completion(problem: AdditionProblem) -> str:
-    """The solution the warm start teaches: the worked sum, then the code.
+def solution_completion(problem: AdditionProblem, drop_carry: bool = False) -> str:
+    """A solution: the worked sum, then code returning the sum it reached.
 
     >>> print(solution_completion(AdditionProblem(67, 48)))
-    <think>67+48=115</think>
+    <think>67+48: 7+8=15 6+4+1=11 115</think>
     ```python
     def f():
         return 115
     ```
     """
-    return f"<think>{worked_sum(problem)}</think>\n{solution_text(problem.answer)}"
+    thought, total = worked_sum(problem, drop_carry)
+    return f"<think>{thought}</think>\n{solution_text(total)}"
 
 
-def pairwise_judgement_text(problem: AdditionProblem, shown_values: Sequence[int]) -> str:
-    """The judgement the warm start teaches for two candidates returning ``shown_values``.
+def pairwise_judgement_text(
+    problem: AdditionProblem, shown_values: Sequence[int], drop_carry: bool = False
+) -> str:
+    """A judgement of two candidates returning ``shown_values``.
+
+    The judge rates against its own worked sum: one that drops the carry rates
+    consistently with its wrong sum, as a real self-verifier shares its blind spots.
 
     >>> print(pairwise_judgement_text(AdditionProblem(67, 48), [115, 105]))
-    <think>67+48=115
+    <think>67+48: 7+8=15 6+4+1=11 115
     A 11= 11= 55=
     B 11= 10! 55=</think>
     <rating_A>9</rating_A>
     <rating_B>1</rating_B>
+    >>> print(pairwise_judgement_text(AdditionProblem(67, 48), [115, 105], drop_carry=True))
+    <think>67+48: 7+8=15 6+4=10 105
+    A 11= 01! 55=
+    B 11= 00= 55=</think>
+    <rating_A>1</rating_A>
+    <rating_B>9</rating_B>
     """
+    thought, own = worked_sum(problem, drop_carry)
     va, vb = shown_values
-    lines = [worked_sum(problem)] + [
-        f"{name} {digit_checks(problem.answer, str(v))}" for name, v in (("A", va), ("B", vb))
+    lines = [thought] + [
+        f"{name} {digit_checks(own, str(v))}" for name, v in (("A", va), ("B", vb))
     ]
     think = "\n".join(lines)
-    ra, rb = (_rating(v == problem.answer) for v in (va, vb))
+    ra, rb = (_rating(v == own) for v in (va, vb))
     return f"<think>{think}</think>\n<rating_A>{ra}</rating_A>\n<rating_B>{rb}</rating_B>"
 
 
-def pointwise_judgement_text(problem: AdditionProblem, shown_value: int) -> str:
-    """The pointwise judgement the warm start teaches (for the PointRL ablation).
+def pointwise_judgement_text(
+    problem: AdditionProblem, shown_value: int, drop_carry: bool = False
+) -> str:
+    """A pointwise judgement (for the PointRL ablation), rated against its own sum.
 
     >>> print(pointwise_judgement_text(AdditionProblem(67, 48), 105))
-    <think>67+48=115
+    <think>67+48: 7+8=15 6+4+1=11 115
     11= 10! 55=</think>
     <rating>1</rating>
     """
-    think = f"{worked_sum(problem)}\n{digit_checks(problem.answer, str(shown_value))}"
-    return f"<think>{think}</think>\n<rating>{_rating(shown_value == problem.answer)}</rating>"
+    thought, own = worked_sum(problem, drop_carry)
+    think = f"{thought}\n{digit_checks(own, str(shown_value))}"
+    return f"<think>{think}</think>\n<rating>{_rating(shown_value == own)}</rating>"
 
 
 def prompt_kit() -> object:

@@ -22,6 +22,7 @@ __all__ = [
     "AdditionProblem",
     "all_problems",
     "distractor_answers",
+    "dropped_carry_sum",
     "solution_code",
     "solution_text",
     "split_problems",
@@ -91,6 +92,19 @@ def solution_code(value: int) -> str:
 def solution_text(value: int) -> str:
     """A solution completion in the generation format: one fenced python block."""
     return f"```python\n{solution_code(value)}```"
+
+
+def dropped_carry_sum(problem: AdditionProblem) -> int | None:
+    """The sum with the units carry dropped; None if the units do not carry or the result
+    would lose a digit (answers keep three digits).
+
+    >>> [dropped_carry_sum(AdditionProblem(a, b)) for a, b in ((67, 48), (61, 48), (55, 47))]
+    [105, None, None]
+    """
+    dropped = problem.answer - 10
+    if problem.a % 10 + problem.b % 10 < 10 or dropped < 100:
+        return None
+    return dropped
 
 
 def distractor_answers(problem: AdditionProblem) -> list[int]:

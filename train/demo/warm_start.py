@@ -1,23 +1,19 @@
 """The demo's supervised warm start (TRL's ``SFTTrainer``) on generated conversations.
 
 It teaches three formats on training problems only (see ``train.demo.prompts``): solutions
-(the worked sum in ``<think>``, then a fenced ``f()`` returning it), pairwise judgements
-and pointwise judgements (the same worked sum, digit-by-digit checks of each candidate
-against it, then 9 for a match and 1 otherwise). Judge candidates are the true sum or the
-mistakes a digit adder makes (``distractor_answers``), in random A/B order; pairs with no
-correct candidate are common (35%) so that copying a candidate as the judge's own sum does
-not pay.
+(the column-by-column worked sum in ``<think>``, then a fenced ``f()`` returning it),
+pairwise judgements and pointwise judgements (the same worked sum, digit-by-digit checks
+of each candidate against it, then 9 for a match and 1 otherwise). Judge candidates are
+the true sum or the mistakes a digit adder makes (``distractor_answers``), in random A/B
+order; pairs with no correct candidate are common (35%) so that copying a candidate as the
+judge's own sum does not pay.
 
-All targets are right: the warm start is short, so what it leaves imperfect is the
-arithmetic itself, and it is imperfect in the way the issue asks for: greedy decoding is
-mostly right, but sampled sums often drop a carry (the tens digit is uncertain), and the
-judge inherits the same errors through its own sum. RL on sampled solutions and on-policy
-pairs can sharpen that.
-
-Measured (``configs/toy_cpu.yaml``, seed 0, 2 cores): the SFT loss sits on a plateau while
-the format is learnt, then the sum circuit forms after ~300-500 steps (seed-dependent);
-after 500 steps greedy held-out accuracy was 0.95 and the judge's balanced accuracy on
-pairs with a distractor 0.88, at ~1.1 s per step on one thread.
+The teacher is imperfect on purpose, in one way RL can fix: with probability
+``demo.teacher_dropped_carry`` its worked sum drops the units carry (``6+4=10`` for
+``6+4+1=11``), in solutions and in the judge's own sum alike, and the judge then rates
+against its wrong sum. The warm-started model therefore samples a dropped carry about as
+often, as solver and as judge; the verification and correctness rewards both favour the
+``+1``, so PairRL can train one shared decision from both roles.
 """
 
 from __future__ import annotations
@@ -35,9 +31,14 @@ from train.demo.prompts import (
     pointwise_messages,
     solution_completion,
 )
-from train.demo.tasks import AdditionProblem, distractor_answers, solution_text
+from train.demo.tasks import (
+    AdditionProblem,
+    distractor_answers,
+    dropped_carry_sum,
+    solution_text,
+)
 
-__all__ = ["warm_start_conversations", "warm_start_sft"]
+__all__ = ["teacher_drops_carry", "warm_start_conversations", "warm_start_sft"]
 
 # Shares of the example mix (solution, pairwise, pointwise). Pointwise examples are taught
 # to every model so that the PointRL ablation starts from the same checkpoint.
@@ -51,12 +52,29 @@ def _candidate(problem: AdditionProblem, correct: bool, rng: random.Random) -> i
     return problem.answer if correct else rng.choice(distractor_answers(problem))
 
 
+def teacher_drops_carry(
+    problem: AdditionProblem, dropped_carry_rate: float, rng: random.Random
+) -> bool:
+    """Whether the warm-start teacher drops the units carry in this example: with
+    probability ``dropped_carry_rate`` where there is one to drop."""
+    return dropped_carry_sum(problem) is not None and rng.random() < dropped_carry_rate
+
+
 def warm_start_conversations(
-    problems: Sequence[AdditionProblem], num_examples: int, seed: int = 0
+    problems: Sequence[AdditionProblem],
+    num_examples: int,
+    seed: int = 0,
+    dropped_carry_rate: float = 0.0,
 ) -> list[list[dict[str, str]]]:
-    """``num_examples`` chat conversations (prompt + assistant target) in the MIX shares."""
+    """``num_examples`` chat conversations (prompt + assistant target) in the MIX shares.
+
+    ``dropped_carry_rate``: how often the teacher's worked sum drops the units carry, in
+    solutions and in the judge's own sum alike (the judge then rates against that sum).
+    """
     if not problems:
         raise ValueError("warm_start_conversations needs at least one problem")
+    if not 0.0 <= dropped_carry_rate <= 1.0:
+        raise ValueError(f"dropped_carry_rate must be in [0, 1], got {dropped_carry_rate}")
     rng = random.Random(seed)
     kinds, weights = zip(*PAIR_KINDS, strict=True)
     out: list[list[dict[str, str]]] = []
@@ -64,9 +82,10 @@ def warm_start_conversations(
         problem = rng.choice(problems)
         task = problem.to_task()
         roll = rng.random()
+        drop_carry = teacher_drops_carry(problem, dropped_carry_rate, rng)
         if roll < MIX[0]:
             messages = generation_messages(task)
-            target = solution_completion(problem)
+            target = solution_completion(problem, drop_carry)
         elif roll < MIX[0] + MIX[1]:
             kind = rng.choices(kinds, weights)[0]
             correct = {
@@ -77,12 +96,12 @@ def warm_start_conversations(
             rng.shuffle(correct)
             values = [_candidate(problem, c, rng) for c in correct]
             messages = pairwise_messages(task, solution_text(values[0]), solution_text(values[1]))
-            target = pairwise_judgement_text(problem, values)
+            target = pairwise_judgement_text(problem, values, drop_carry)
         else:
             correct_one = rng.random() < 0.5
             value = _candidate(problem, correct_one, rng)
             messages = pointwise_messages(task, solution_text(value))
-            target = pointwise_judgement_text(problem, value)
+            target = pointwise_judgement_text(problem, value, drop_carry)
         out.append([*messages, {"role": "assistant", "content": target}])
     return out
 

@@ -52,7 +52,7 @@ def server(tiny_model_dir: Path) -> Iterator[str]:
                 if httpx.get(f"{base}/models", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
-                pass
+                pass  # not listening yet: retry until the deadline below
             if time.monotonic() > deadline:
                 pytest.fail(f"rollout.serve not ready after {READY_TIMEOUT_S} s")
             time.sleep(0.2)
@@ -173,7 +173,7 @@ class _FakeServer:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
-                pass
+                return None  # keep pytest output free of access logs
 
             def do_POST(self) -> None:
                 owner.requests += 1

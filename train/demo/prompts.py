@@ -34,8 +34,9 @@ format: with only the sum in ``<think>`` and the candidates ~40 tokens back, jud
 accuracy stayed at ~0.5 through 1,150 steps; with marks written before the candidate digit
 (``1=1 1!0``) it stalled near 0.6-0.7 because the judge copied a candidate as its own sum.
 With a one-line sum (``67+48=115``) and these checks the judge reached 0.70-0.78, but the
-sum itself formed only after 300-500 SFT steps and not at all for one seed in 500 steps;
-the column format trains in about 200 (see ``configs/toy_cpu.yaml``).
+sum itself formed only after 300-500 SFT steps and not at all for one seed in 500 steps.
+With the column format the SFT loss falls below 0.1 within ~150-200 steps on both seeds,
+though RL needs the 500-step warm start (see ``configs/toy_cpu.yaml``).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def worked_sum(problem: AdditionProblem, drop_carry: bool = False) -> tuple[str,
     if drop_carry and dropped_carry_sum(problem) is None:
         raise ValueError(f"{a}+{b}: no units carry to drop that keeps three digits")
     units = a % 10 + b % 10
-    carry = 1 if units >= 10 and not drop_carry else 0
+    carry = 1 if problem.units_carry and not drop_carry else 0
     tens = a // 10 + b // 10 + carry
     total = tens * 10 + units % 10
     tens_text = f"{a // 10}+{b // 10}" + ("+1" if carry else "")

@@ -48,6 +48,11 @@ class AdditionProblem:
         return self.a + self.b
 
     @property
+    def units_carry(self) -> bool:
+        """Whether the units column carries into the tens (7 + 8 = 15 does)."""
+        return self.a % 10 + self.b % 10 >= 10
+
+    @property
     def task_id(self) -> str:
         return f"{TASK_PREFIX}/{self.a}+{self.b}"
 
@@ -102,7 +107,7 @@ def dropped_carry_sum(problem: AdditionProblem) -> int | None:
     [105, None, None]
     """
     dropped = problem.answer - 10
-    if problem.a % 10 + problem.b % 10 < 10 or dropped < 100:
+    if not problem.units_carry or dropped < 100:
         return None
     return dropped
 
@@ -118,9 +123,8 @@ def distractor_answers(problem: AdditionProblem) -> list[int]:
     [105, 116, 114, 125]
     """
     true = problem.answer
-    units_carry = (problem.a % 10 + problem.b % 10) >= 10
     candidates = [
-        true - 10 if units_carry else true + 10,  # dropped or spurious carry into the tens
+        true - 10 if problem.units_carry else true + 10,  # dropped or spurious carry into the tens
         true + 1,
         true - 1,
         true + 10,

@@ -20,5 +20,5 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 # DeepSpeed builds from source against the torch above (no build isolation, or pip would
 # fetch a CUDA torch into the build environment); its ops compile on first use.
 .venv/bin/pip install -q --no-build-isolation 'deepspeed>=0.18.6'
-.venv/bin/pip install -q -e '.[dev,serve,deepspeed]' --config-settings editable_mode=compat
+.venv/bin/pip install -q -e '.[dev,serve,deepspeed]'
 .venv/bin/pairrl doctor

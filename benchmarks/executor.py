@@ -33,8 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rewards import ExecJob, Executor, Task, load_tasks
-from rewards.tasks import AssertTests
+from pairrl.rewards import ExecJob, Executor, Task, load_tasks
+from pairrl.rewards.tasks import AssertTests
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 STOPS = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")

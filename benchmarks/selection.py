@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from selection_sim import JudgeModel, make_problem
 
-from rollout.tournament import SCHEDULES
+from pairrl.rollout.tournament import SCHEDULES
 
 JUDGES = [
     JudgeModel("q70", mixed_accuracy=0.7),

@@ -12,7 +12,7 @@ counts (prompt + completion per step) are printed next to the times.
 
 The baseline is TRL untouched, so it pads every row to the longest (pairwise) prompt;
 our trainer forwards short and long prompts in separate padding buckets
-(``train.trainer.forward_in_buckets``), which is why PairRL can come out faster.
+(``pairrl.train.trainer.forward_in_buckets``), which is why PairRL can come out faster.
 
 Prints per-phase seconds per step, the mean step time of each (the first step is
 excluded as warm-up) and the ratio PairRL / GRPO (target <= 1.15). Unless
@@ -34,10 +34,10 @@ from typing import Any
 
 def warm_model(out: Path) -> Path:
     """Build the tiny model and give it the solution-format warm start (as the tests do)."""
-    from rollout.prompts import generation_messages, pairwise_messages
-    from rollout.tiny_model import build_tiny_model
-    from train.tiny_tasks import tiny_code_tasks, warm_start_examples
-    from train.warm_start import warm_start
+    from pairrl.rollout.prompts import generation_messages, pairwise_messages
+    from pairrl.tiny_model import build_tiny_model
+    from pairrl.train.tiny_tasks import tiny_code_tasks, warm_start_examples
+    from pairrl.train.warm_start import warm_start
 
     base = build_tiny_model(out / "tiny", seed=0)
     examples = warm_start_examples(
@@ -55,10 +55,10 @@ def pairrl_steps(
     model: Path, out: Path, steps: int, problems: int, mode: str = "pairrl"
 ) -> list[dict[str, Any]]:
     """Run the real trainer (PairRL 4 + 4, or its GRPO mode 8 + 0); one log row per step."""
-    from rollout.config import load_config
-    from train.config import TrainConfig
-    from train.plan import resolve_plan
-    from train.run import run_training
+    from pairrl.config import load_config
+    from pairrl.train.config import TrainConfig
+    from pairrl.train.plan import resolve_plan
+    from pairrl.train.run import run_training
 
     repo = Path(__file__).resolve().parents[1]
     overrides = [
@@ -101,9 +101,9 @@ def matched_dataset(
 
     from datasets import Dataset
 
-    from rewards.results import ExecJob
-    from train.prompting import default_prompt_kit
-    from train.tiny_tasks import ANSWER_POOL, answer_text, tiny_code_tasks
+    from pairrl.rewards.results import ExecJob
+    from pairrl.train.prompting import default_prompt_kit
+    from pairrl.train.tiny_tasks import ANSWER_POOL, answer_text, tiny_code_tasks
 
     kit = default_prompt_kit()
     tasks = tiny_code_tasks()
@@ -135,7 +135,7 @@ def matched_dataset(
 
 
 def _code(text: str) -> str | None:
-    from rewards import extract_code
+    from pairrl.rewards import extract_code
 
     return extract_code(text)
 
@@ -152,12 +152,12 @@ def grpo_steps(
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from rewards import parse_pair_ratings, verification_reward
-    from rewards.executor import Executor
-    from rewards.results import ExecJob
-    from train.data import build_dataset
-    from train.prompting import default_prompt_kit
-    from train.tiny_tasks import tiny_code_tasks
+    from pairrl.rewards import parse_pair_ratings, verification_reward
+    from pairrl.rewards.executor import Executor
+    from pairrl.rewards.results import ExecJob
+    from pairrl.train.data import build_dataset
+    from pairrl.train.prompting import default_prompt_kit
+    from pairrl.train.tiny_tasks import tiny_code_tasks
 
     executor = Executor(workers=2, timeout_s=5.0)
     matched = judge_prompts is not None

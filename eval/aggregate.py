@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from eval.metrics import bootstrap_ci, gap_closed
-from eval.selection import Cost, Selection
+from pairrl.eval.metrics import bootstrap_ci, gap_closed
+from pairrl.eval.selectors import Cost, Selection
 
 __all__ = ["summarise"]
 

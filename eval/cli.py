@@ -68,7 +68,7 @@ def run_cmd(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
     """Run the benchmark (sample or load, label, select, gate, report)."""
-    from eval.runner import run_eval
+    from pairrl.eval.runner import run_eval
 
     cfg = _build_config(
         config,
@@ -96,7 +96,7 @@ def gate_cmd(
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero when the gate says FAIL."),
 ) -> None:
     """Re-derive every label and comparison of a finished run from its cache and re-check it."""
-    from eval.runner import load_run_config, regate
+    from pairrl.eval.runner import load_run_config, regate
 
     cfg = load_run_config(out_dir)
     outcome = regate(cfg)
@@ -110,7 +110,7 @@ def merge_cmd(
     strict: bool = typer.Option(False, "--strict", help="Exit non-zero when the gate says FAIL."),
 ) -> None:
     """Merge sharded runs: union of caches, concatenated records, one gate over the whole."""
-    from eval.merge import merge_shards
+    from pairrl.eval.merge import merge_shards
 
     outcome = merge_shards(out_dir)
     _print_outcome(outcome)
@@ -132,8 +132,8 @@ def _build_config(
     shard: str | None,
     overrides: list[str],
 ) -> Any:
-    from eval.config import EvalConfig
-    from rollout.config import ConfigError, apply_overrides, load_yaml, parse_config
+    from pairrl.config import ConfigError, apply_overrides, load_yaml, parse_config
+    from pairrl.eval.config import EvalConfig
 
     sources = [s for s in (model, endpoint, pool) if s]
     if len(sources) > 1:

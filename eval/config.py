@@ -1,7 +1,7 @@
 """The benchmark's config schema (`kind: eval` YAML files under configs/).
 
 Every field has a description and bounds; invalid files fail before anything loads, with
-an error naming the field (see rollout.config). The quick command line
+an error naming the field (see pairrl.config). The quick command line
 (`pairrl eval --tasks ... --pool ... --k 5`) builds the same object.
 """
 
@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from rollout.config import PairrlModel
+from pairrl.config import PairrlModel
 
 __all__ = [
     "ALL_SELECTORS",

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from eval.config import JUDGE_SELECTORS
-from eval.pipeline import EvalRun
+from pairrl.eval.config import JUDGE_SELECTORS
+from pairrl.eval.pipeline import EvalRun
 
 __all__ = ["GateResult", "check_run", "read_reported_selections"]
 

@@ -1,6 +1,6 @@
 """Judge calls through the stage cache, with cost accounting and failure classes.
 
-`CachedJudge` wraps `rollout.judges.PairwiseJudge` / `PointwiseJudge`. Every judgement is
+`CachedJudge` wraps `pairrl.rollout.judges.PairwiseJudge` / `PointwiseJudge`. Every judgement is
 stored under a content key (judge identity, read-out, sampling, thinking budget, problem,
 solutions in A/B order). In `compute` mode cached verdicts are reused; cached
 *infrastructure* failures (transport, timeout, scoring call) are retried once per run,
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval.cache import StageCache, content_key
+from pairrl.eval.cache import StageCache, content_key
 
 __all__ = ["CachedJudge", "Verdict", "is_infra_failure"]
 
@@ -73,7 +73,7 @@ class CachedJudge:
 
     identity: str
     sampler: Any | None  # None in replay mode
-    sampling: Any  # rollout.samplers.SamplingParams
+    sampling: Any  # pairrl.rollout.samplers.SamplingParams
     readout: str
     think_tokens: int
     pair_cache: StageCache
@@ -153,8 +153,8 @@ class CachedJudge:
     # ---- model calls ------------------------------------------------------------------
 
     def _judge_pairs(self, items: list[tuple[str, str, str]]) -> list[Verdict]:
-        from rollout.judges import JudgeFailure, PairwiseJudge
-        from rollout.prompts import pairwise_messages
+        from pairrl.rollout.judges import JudgeFailure, PairwiseJudge
+        from pairrl.rollout.prompts import pairwise_messages
 
         t0 = time.perf_counter()
         if self.readout == "forced":
@@ -174,8 +174,13 @@ class CachedJudge:
         """The no-reasoning read-out: the answer is forced to open with `<rating_A>`, and
         each rating is the expectation over the ten rating tokens there (B's prefix
         carries A's rounded rating, as the judge would have written it)."""
-        from rollout.judges import JudgeFailure, PairVerdict, round_rating, score_expected_ratings
-        from rollout.prompts import continuation, pairwise_messages
+        from pairrl.rollout.judges import (
+            JudgeFailure,
+            PairVerdict,
+            round_rating,
+            score_expected_ratings,
+        )
+        from pairrl.rollout.prompts import continuation, pairwise_messages
 
         messages = [pairwise_messages(*item) for item in items]
         first = score_expected_ratings(
@@ -203,8 +208,8 @@ class CachedJudge:
         return results
 
     def _judge_points(self, mode: str, items: list[tuple[str, str]]) -> list[Verdict]:
-        from rollout.judges import JudgeFailure, PointwiseJudge
-        from rollout.prompts import pointwise_ab_messages
+        from pairrl.rollout.judges import JudgeFailure, PointwiseJudge
+        from pairrl.rollout.prompts import pointwise_ab_messages
 
         think = self.think_tokens if mode == "ab_think" else None
         judge = PointwiseJudge(self.sampler, mode="ab", sampling=self.sampling, think_tokens=think)  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from eval.metrics import auroc, balanced_accuracy, swap_consistency
+from pairrl.eval.metrics import auroc, balanced_accuracy, swap_consistency
 
 __all__ = ["pairwise_quality", "pointwise_quality"]
 

@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from eval.cache import StageCache, content_key
-from eval.candidates import Candidate
+from pairrl.eval.cache import StageCache, content_key
+from pairrl.eval.candidates import Candidate
 
 __all__ = [
     "INFRA_FAILURES",
@@ -83,7 +83,7 @@ def label_candidates(
             todo.append((key, cand))
     if executor is None or not todo:
         return out
-    from rewards import ExecJob
+    from pairrl.rewards import ExecJob
 
     for start in range(0, len(todo), chunk):
         batch = todo[start : start + chunk]

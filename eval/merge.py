@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eval.cache import StageCache
-from eval.config import EvalConfig
-from eval.runner import EvalOutcome, load_run_config, regate
+from pairrl.eval.cache import StageCache
+from pairrl.eval.config import EvalConfig
+from pairrl.eval.runner import EvalOutcome, load_run_config, regate
 
 __all__ = ["merge_shards"]
 

@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from eval.config import HttpConfig
+from pairrl.eval.config import HttpConfig
 
 __all__ = ["make_sampler", "model_identity"]
 
@@ -39,7 +39,7 @@ def make_sampler(
 ) -> Any:
     """An HFSampler for a model folder or an OpenAISampler for an endpoint."""
     if endpoint:
-        from rollout.samplers import OpenAISampler
+        from pairrl.rollout.samplers import OpenAISampler
 
         return OpenAISampler(
             endpoint,
@@ -51,6 +51,6 @@ def make_sampler(
         )
     if not model:
         raise ValueError("need a model path or an endpoint")
-    from rollout.samplers import HFSampler
+    from pairrl.rollout.samplers import HFSampler
 
     return HFSampler.from_pretrained(model, batch_size=batch_size)

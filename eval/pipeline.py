@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from eval.aggregate import summarise
-from eval.cache import StageCache
-from eval.candidates import Candidate, group_by_task
-from eval.config import JUDGE_SELECTORS, EvalConfig
-from eval.labels import INFRA_FAILURES, label_candidates
-from eval.outputs import select_by_agreement
-from eval.selection import Selection, select_first, select_oracle, select_random
+from pairrl.eval.aggregate import summarise
+from pairrl.eval.agreement_stage import select_by_agreement
+from pairrl.eval.cache import StageCache
+from pairrl.eval.candidates import Candidate, group_by_task
+from pairrl.eval.config import JUDGE_SELECTORS, EvalConfig
+from pairrl.eval.labels import INFRA_FAILURES, label_candidates
+from pairrl.eval.selectors import Selection, select_first, select_oracle, select_random
 
 __all__ = ["EvalRun", "Issue", "run_pipeline"]
 
@@ -76,7 +76,7 @@ def run_pipeline(
     cfg: EvalConfig, mode: Mode = "compute", progress: Reporter | None = None
 ) -> EvalRun:
     """Run (or replay) the benchmark described by `cfg`. See the module docstring."""
-    from eval.sources import load_candidates_and_tasks
+    from pairrl.eval.sources import load_candidates_and_tasks
 
     progress = progress or _no_progress
     out_dir = Path(cfg.out_dir)
@@ -132,7 +132,7 @@ def run_pipeline(
 
     judge_names = [s for s in cfg.selectors if s in JUDGE_SELECTORS]
     if judge_names:
-        from eval.judging import run_judge_selectors
+        from pairrl.eval.judge_selectors import run_judge_selectors
 
         t0 = time.perf_counter()
         outcome = run_judge_selectors(cfg, judge_names, tasks, run, cache_dir, mode, progress)
@@ -221,7 +221,7 @@ class _LazyExecutor:
 
 def _make_executor(cfg: EvalConfig) -> Any:
     """The executor with the configured limits (rewards owns its construction)."""
-    from rewards import Executor
+    from pairrl.rewards import Executor
 
     kwargs: dict[str, Any] = {
         "timeout_s": cfg.executor.timeout_s,

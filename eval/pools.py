@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from eval.candidates import Candidate
+from pairrl.eval.candidates import Candidate
 
 __all__ = [
     "STOP_SEQUENCES",

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eval.gate import GateResult
-from eval.pipeline import EvalRun
+from pairrl.eval.gate import GateResult
+from pairrl.eval.pipeline import EvalRun
 
 __all__ = ["format_table", "write_records", "write_report", "write_summary"]
 

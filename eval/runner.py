@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.candidates import write_candidates
-from eval.config import EvalConfig
-from eval.gate import GateResult, check_run, read_reported_selections
-from eval.pipeline import EvalRun, run_pipeline
-from eval.report import build_summary, write_records, write_report, write_summary
+from pairrl.eval.candidates import write_candidates
+from pairrl.eval.config import EvalConfig
+from pairrl.eval.gate import GateResult, check_run, read_reported_selections
+from pairrl.eval.pipeline import EvalRun, run_pipeline
+from pairrl.eval.report import build_summary, write_records, write_report, write_summary
 
 __all__ = ["EvalOutcome", "finish", "load_run_config", "regate", "run_eval"]
 
@@ -102,14 +102,14 @@ def finish(run: EvalRun, gate: GateResult, out_dir: Path) -> EvalOutcome:
     title = _title(run.config)
     text = write_report(summary, out_dir / "report.md", title)
     if "selectors" in summary:
-        from eval.plots import plot_judge_quality, plot_selectors
+        from pairrl.eval.plots import plot_judge_quality, plot_selectors
 
         plot_selectors(summary, out_dir / "selectors.png", title)
         plot_judge_quality(
             run.judge_quality, out_dir / "judge_quality.png", f"{title}: judge quality"
         )
     if run.config.wandb.enabled:
-        from eval.wandb_log import log_to_wandb
+        from pairrl.eval.wandb_log import log_to_wandb
 
         log_to_wandb(run.config, summary, out_dir)
     return EvalOutcome(summary, gate, out_dir, text)

@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.cache import StageCache, content_key
-from eval.candidates import Candidate
-from eval.config import EvalConfig
-from eval.problems import problem_text
+from pairrl.eval.cache import StageCache, content_key
+from pairrl.eval.candidates import Candidate
+from pairrl.eval.config import EvalConfig
+from pairrl.eval.problems import problem_text
 
 if TYPE_CHECKING:
-    from eval.pipeline import Issue
+    from pairrl.eval.pipeline import Issue
 
 __all__ = ["sample_candidates"]
 
@@ -32,11 +32,11 @@ def sample_candidates(
     progress: Callable[[str, int], Callable[[int], None]],
 ) -> tuple[list[Candidate], list[Issue]]:
     """k candidates per task (in task order) and the issues found."""
-    from eval.models import make_sampler, model_identity
-    from eval.pipeline import Issue
-    from rewards import extract_code
-    from rollout.prompts import generation_messages
-    from rollout.samplers import SamplingParams
+    from pairrl.eval.models import make_sampler, model_identity
+    from pairrl.eval.pipeline import Issue
+    from pairrl.rewards import extract_code
+    from pairrl.rollout.prompts import generation_messages
+    from pairrl.rollout.samplers import SamplingParams
 
     src = cfg.candidates
     identity = model_identity(

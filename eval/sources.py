@@ -7,13 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.candidates import Candidate
-from eval.config import EvalConfig
-from eval.pools import load_pool
-from eval.tasks import load_task_set, select_tasks
+from pairrl.eval.candidates import Candidate
+from pairrl.eval.config import EvalConfig
+from pairrl.eval.pools import load_pool
+from pairrl.eval.tasks import load_task_set, select_tasks
 
 if TYPE_CHECKING:
-    from eval.pipeline import Issue
+    from pairrl.eval.pipeline import Issue
 
 __all__ = ["load_candidates_and_tasks"]
 
@@ -42,7 +42,7 @@ def load_candidates_and_tasks(
                 per_task[cand.task_id] = per_task.get(cand.task_id, 0) + 1
                 chosen.append(cand)
         return by_id, chosen, []  # a pool's candidates are data: nothing can have failed
-    from eval.sampling import sample_candidates
+    from pairrl.eval.sampling import sample_candidates
 
     assert cfg.tasks.path is not None
     tasks = select_tasks(

@@ -1,4 +1,4 @@
-"""Task sets for the benchmark: from a task file (through `rewards.load_tasks`), or from
+"""Task sets for the benchmark: from a task file (through `pairrl.rewards.load_tasks`), or from
 the tests a pool carries, then the split, the limit and the shard.
 
 Order is the file's order; `--limit N` keeps the first N tasks *after* the split, and a
@@ -23,7 +23,7 @@ def load_task_set(
     """Tasks from `path`, else from the pool's own rows (converted by the executor's own
     row parser, so both go through one parser; the rows are also written to `work_dir`
     for audits). Raises when neither is available."""
-    from rewards import load_tasks, row_to_task
+    from pairrl.rewards import load_tasks, row_to_task
 
     if path is not None:
         return list(load_tasks(str(path)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eval.config import EvalConfig
+from pairrl.eval.config import EvalConfig
 
 __all__ = ["log_to_wandb"]
 

@@ -3,26 +3,26 @@
 No torch here, ever: this package must import on a machine without it.
 """
 
-from rewards.code_extract import extract_code
-from rewards.correctness import (
+from pairrl.rewards.code_extract import extract_code
+from pairrl.rewards.correctness import (
     CorrectnessOutcome,
     MathOutcome,
     correctness_reward,
     math_answer_reward,
 )
-from rewards.executor import Executor
-from rewards.plain_data import OpaqueValue
-from rewards.ratings import (
+from pairrl.rewards.executor import Executor
+from pairrl.rewards.plain_data import OpaqueValue
+from pairrl.rewards.ratings import (
     RatingFailure,
     normalise_rating,
     parse_pair_ratings,
     parse_rating,
     verification_reward,
 )
-from rewards.results import STATUSES, CallOutput, ExecJob, ExecResult
-from rewards.sandbox import SandboxLimits, SandboxUnavailable
-from rewards.task_loaders import TaskFormatError, load_tasks, row_to_task
-from rewards.tasks import AssertTests, IOTests, StdioTests, Task
+from pairrl.rewards.results import STATUSES, CallOutput, ExecJob, ExecResult
+from pairrl.rewards.sandbox import SandboxLimits, SandboxUnavailable
+from pairrl.rewards.task_loaders import TaskFormatError, load_tasks, row_to_task
+from pairrl.rewards.tasks import AssertTests, IOTests, StdioTests, Task
 
 __all__ = [
     "STATUSES",

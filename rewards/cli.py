@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from rewards.results import ExecJob
+    from pairrl.rewards.results import ExecJob
 
 
 def read_candidates(path: Path, tasks_by_id: dict[str, object]) -> list[ExecJob]:
     """Read ``{task_id, candidate_id, code}`` JSONL; an unknown task or bad row names the row."""
-    from rewards.results import ExecJob
+    from pairrl.rewards.results import ExecJob
 
     jobs = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
@@ -62,9 +62,9 @@ def execute_cmd(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from rewards.executor import Executor
-    from rewards.sandbox import PROCESS_MODE_WARNING, SandboxUnavailable
-    from rewards.task_loaders import TaskFormatError, load_tasks
+    from pairrl.rewards.executor import Executor
+    from pairrl.rewards.sandbox import PROCESS_MODE_WARNING, SandboxUnavailable
+    from pairrl.rewards.task_loaders import TaskFormatError, load_tasks
 
     if isolation not in ("bwrap", "process"):
         raise typer.BadParameter(f"--isolation {isolation!r}: allowed values are bwrap, process")

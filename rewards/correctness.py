@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rewards.code_extract import extract_code
-from rewards.executor import Executor
-from rewards.results import ExecJob, ExecResult
-from rewards.tasks import Task
+from pairrl.rewards.code_extract import extract_code
+from pairrl.rewards.executor import Executor
+from pairrl.rewards.results import ExecJob, ExecResult
+from pairrl.rewards.tasks import Task
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def restore_mbpp_inputs(task_id: str, inputs: list[Any]) -> list[Any]:
 
 
 def oracle_for(task_id: str, entry_point: str) -> str:
-    """The grading rule EvalPlus applies to this task (see :class:`rewards.tasks.IOTests`)."""
+    """The grading rule EvalPlus applies to this task (see :class:`pairrl.rewards.tasks.IOTests`)."""
     if task_id.startswith("Mbpp/"):
         if entry_point == "are_equivalent":
             return "always_pass"  # Mbpp/164: EvalPlus accepts any returned value

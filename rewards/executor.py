@@ -2,7 +2,7 @@
 
 Sync ``run``, async ``arun`` and ``submit`` (a ``concurrent.futures.Future``) share one
 thread pool; each thread borrows a worker, drives one candidate with the trusted driver
-in :mod:`rewards.judge`, and gives the worker back (or replaces it after an anomaly).
+in :mod:`pairrl.rewards.trusted_driver`, and gives the worker back (or replaces it after an anomaly).
 Infrastructure failures are retried once on a fresh worker, then reported as
 ``sandbox_error``; they are never a wrong answer and never cached.
 """
@@ -20,22 +20,22 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from rewards.judge import (
-    CompiledAssertTests,
-    make_result,
-    run_io_tests,
-    run_stdio_case,
-)
-from rewards.results import CallOutput, ExecJob, ExecResult
-from rewards.sandbox import (
+from pairrl.rewards.results import CallOutput, ExecJob, ExecResult
+from pairrl.rewards.sandbox import (
     PROCESS_MODE_WARNING,
     Isolation,
     SandboxLimits,
     SandboxUnavailable,
     SandboxWorker,
 )
-from rewards.session import CandidateAborted, CandidateSession, InfrastructureError
-from rewards.tasks import AssertTests, IOTests, StdioTests, Task
+from pairrl.rewards.session import CandidateAborted, CandidateSession, InfrastructureError
+from pairrl.rewards.tasks import AssertTests, IOTests, StdioTests, Task
+from pairrl.rewards.trusted_driver import (
+    CompiledAssertTests,
+    make_result,
+    run_io_tests,
+    run_stdio_case,
+)
 
 ResultCallback = Callable[[ExecResult], None]
 

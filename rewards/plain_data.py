@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rewards import sandbox_worker
-from rewards.sandbox_worker import decode, encode
+from pairrl.rewards import sandbox_worker
+from pairrl.rewards.sandbox_worker import decode, encode
 
 
 class OpaqueValue:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
-from rewards.tasks import Task
+from pairrl.rewards.tasks import Task
 
 Status = Literal[
     "pass",

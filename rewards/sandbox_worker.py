@@ -66,7 +66,9 @@ def encode(value, depth=0):
     return {"o": [kind.__module__ + "." + kind.__qualname__, bool(value)]}
 
 
-OPAQUE = None  # the parent installs rewards.plain_data.OpaqueValue; the sandbox never decodes "o"
+OPAQUE = (
+    None  # the parent installs pairrl.rewards.plain_data.OpaqueValue; the sandbox never decodes "o"
+)
 
 
 def decode(obj):

@@ -15,8 +15,8 @@ import signal
 import time
 from typing import Any
 
-from rewards.plain_data import decode, encode
-from rewards.sandbox import ProtocolViolation, SandboxWorker
+from pairrl.rewards.plain_data import decode, encode
+from pairrl.rewards.sandbox import ProtocolViolation, SandboxWorker
 
 
 class CandidateAborted(BaseException):

@@ -22,8 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rewards.evalplus_compat import oracle_for, restore_mbpp_inputs
-from rewards.tasks import AssertTests, IOTests, StdioTests, Task, prompt_helpers
+from pairrl.rewards.evalplus_compat import oracle_for, restore_mbpp_inputs
+from pairrl.rewards.tasks import AssertTests, IOTests, StdioTests, Task, prompt_helpers
 
 
 class TaskFormatError(ValueError):

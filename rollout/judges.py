@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from rewards import RatingFailure, parse_pair_ratings, parse_rating
-from rollout.prompts import (
+from pairrl.rewards import RatingFailure, parse_pair_ratings, parse_rating
+from pairrl.rollout.prompts import (
     THINK_CLOSE,
     Domain,
     continuation,
@@ -43,7 +43,7 @@ from rollout.prompts import (
     pointwise_messages,
     think_prefixes,
 )
-from rollout.samplers.base import Completion, Prompt, Sampler, SamplerError, SamplingParams
+from pairrl.rollout.samplers.base import Completion, Prompt, Sampler, SamplerError, SamplingParams
 
 Readout = Literal["sampled", "expected"]
 READOUTS: tuple[str, ...] = ("sampled", "expected")
@@ -380,12 +380,12 @@ def _ab_verdict(score: dict[str, float] | SamplerError, text: str) -> PointVerdi
     return PointVerdict(p_yes / (p_yes + p_no), "p_correct", text, rating_mass=p_yes + p_no)
 
 
-# ---- adapter for rollout.tournament ---------------------------------------------------------
+# ---- adapter for pairrl.rollout.tournament ---------------------------------------------------------
 
 
 @dataclass
 class TournamentJudge:
-    """``judge_pairs`` for :mod:`rollout.tournament` over one problem's candidates.
+    """``judge_pairs`` for :mod:`pairrl.rollout.tournament` over one problem's candidates.
 
     Each call judges one round as one batch; failures become ``None`` for the tournament
     and are kept here with their reasons (``failures``) for reporting.

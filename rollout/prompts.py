@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from rewards import extract_code
-from rollout.samplers.base import (
+from pairrl.rewards import extract_code
+from pairrl.rollout.samplers.base import (
     ChatMessage,
     Completion,
     Prompt,

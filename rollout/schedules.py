@@ -1,4 +1,4 @@
-"""Pairing rules for the tournaments in rollout.tournament (pure functions of plain data).
+"""Pairing rules for the tournaments in pairrl.rollout.tournament (pure functions of plain data).
 
 Every function returns one round: a list of disjoint ``(a, b)`` pairs.
 """
@@ -121,7 +121,7 @@ def swiss_phase2_pairs(mu: Sequence[float], seen: set[Pair], window: int) -> lis
 
 
 class Ledger(Protocol):
-    """What the halving plan needs from a running tournament (rollout.tournament._Ledger)."""
+    """What the halving plan needs from a running tournament (pairrl.rollout.tournament._Ledger)."""
 
     n: int
     attempts: list[int]

@@ -88,9 +88,9 @@ def run_selection(
     seed: int,
 ) -> tuple[Any, Any]:
     """Run the tournament; returns (TournamentResult, TournamentJudge with failure reasons)."""
-    from rollout import tournament
-    from rollout.judges import TournamentJudge
-    from rollout.prompts import solution_for_judge
+    from pairrl.rollout import tournament
+    from pairrl.rollout.judges import TournamentJudge
+    from pairrl.rollout.prompts import solution_for_judge
 
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule {schedule!r} unknown; allowed: {list(SCHEDULES)}")
@@ -192,9 +192,9 @@ def select_cmd(
     device: str | None = typer.Option(None, help="cpu or cuda for --judge-model."),
 ) -> None:
     """Rank candidates for one problem with a pairwise judge (Swiss or another schedule)."""
-    from rollout.judges import READOUTS, PairwiseJudge
-    from rollout.prompts import DOMAINS
-    from rollout.samplers.base import SamplingParams
+    from pairrl.rollout.judges import READOUTS, PairwiseJudge
+    from pairrl.rollout.prompts import DOMAINS
+    from pairrl.rollout.samplers.base import SamplingParams
 
     if (judge_model is None) == (endpoint is None):
         raise typer.BadParameter("give exactly one of --judge-model and --endpoint")
@@ -221,14 +221,14 @@ def select_cmd(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     if endpoint is not None:
-        from rollout.samplers.openai_http import OpenAISampler
+        from pairrl.rollout.samplers.openai_http import OpenAISampler
 
         model_name = served_model or _endpoint_model(endpoint, connect_timeout)
         sampler: Any = OpenAISampler(
             endpoint, model_name, connect_timeout, read_timeout, max_retries
         )
     else:
-        from rollout.samplers.hf import HFSampler
+        from pairrl.rollout.samplers.hf import HFSampler
 
         sampler = HFSampler.from_pretrained(judge_model, device=device)  # type: ignore[arg-type]
     judge = PairwiseJudge(

@@ -6,7 +6,7 @@ one at a time. Endpoints: ``GET /v1/models``, ``POST /v1/completions`` and
 ``stop``, ``seed``, ``logprobs`` / ``top_logprobs``, plus vLLM's ``continue_final_message``
 and ``return_token_ids`` extensions. Bad requests get HTTP 400 with an OpenAI-style error.
 
-Run: ``python -m rollout.serve --model PATH --port 8000`` (then ``/v1`` is the base URL).
+Run: ``python -m pairrl.rollout.serve --model PATH --port 8000`` (then ``/v1`` is the base URL).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rollout.samplers.base import Completion, Prompt, SamplingParams
+from pairrl.rollout.samplers.base import Completion, Prompt, SamplingParams
 
 
 class _Request(BaseModel):
@@ -204,7 +204,7 @@ def create_app(sampler: Any, model_name: str, default_max_tokens: int = 16) -> A
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command line: ``python -m rollout.serve --model PATH --port P``."""
+    """Command line: ``python -m pairrl.rollout.serve --model PATH --port P``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model folder (or hub id)")
     parser.add_argument("--served-model-name", default=None, help="default: the folder name")
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import uvicorn
 
-    from rollout.samplers.hf import HFSampler
+    from pairrl.rollout.samplers.hf import HFSampler
 
     sampler = HFSampler.from_pretrained(args.model, device=args.device)
     name = args.served_model_name or Path(args.model).name

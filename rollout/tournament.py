@@ -6,7 +6,7 @@ Entry points (one signature, so callers and ablations can swap them):
     random_pairing_tournament(...)   # same signature, random disjoint pairs each round
     all_pairs_tournament(...)        # same signature, every pair once (budget caps it)
     sequential_halving_tournament(...)   # ours, aimed at finding the best; argued in
-                                         # rollout.schedules
+                                         # pairrl.rollout.schedules
 
 ``judge_pairs(pairs)`` judges one round of disjoint ``(a, b)`` pairs as ONE batch and
 returns, per pair, the two ratings ``(r_a, r_b)`` (integers 1..10) or ``None`` for a
@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from rollout.schedules import (
+from pairrl.rollout.schedules import (
     random_matching,
     round_robin_rounds,
     sequential_halving_plan,
@@ -402,7 +402,7 @@ def sequential_halving_tournament(
     seed: int = 0,
 ) -> TournamentResult:
     """Our schedule, aimed at *finding the best* rather than ranking everyone (the
-    argument is in rollout.schedules): stages over pools of N, N/2, ..., 2 candidates,
+    argument is in pairrl.rollout.schedules): stages over pools of N, N/2, ..., 2 candidates,
     an equal number of rounds of disjoint duels inside the pool per stage, then the lower
     half by mu is cut. Same aggregation as Swiss; the winner is the argmax of mu within the
     final pool. ``d_min`` and ``window`` are accepted for a common signature and unused."""

@@ -42,7 +42,7 @@ def shared_data_dir() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny tokenizer + Qwen3-style model built locally once per test session (seed 0)."""
-    from rollout.tiny_model import build_tiny_model
+    from pairrl.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
@@ -58,7 +58,7 @@ def eval_cli() -> Callable[..., tuple[int, str]]:
     import typer
     from typer.testing import CliRunner
 
-    from eval.cli import register
+    from pairrl.eval.cli import register
 
     def invoke(args: list[str], *, reraise: bool = True) -> tuple[int, str]:
         root = typer.Typer()

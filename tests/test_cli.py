@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from rollout.cli import app
+from pairrl.cli import app
 
 PAIRRL = str(Path(sys.executable).with_name("pairrl"))
 

@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import Field
 
-from rollout.config import ConfigError, PairrlModel, apply_overrides, load_config
+from pairrl.config import ConfigError, PairrlModel, apply_overrides, load_config
 
 
 class Optim(PairrlModel):

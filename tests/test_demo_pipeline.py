@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rollout.config import load_config
-from train.config import TrainConfig
+from pairrl.config import load_config
+from pairrl.train.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "configs" / "toy_cpu.yaml"
@@ -68,8 +68,8 @@ def test_prepare_and_finish_without_rl(tmp_path: Path) -> None:
     pytest.importorskip("trl")
     import yaml
 
-    from train.demo.config import DemoConfig, DemoModelConfig
-    from train.demo.pipeline import finish_demo, prepare_demo
+    from pairrl.recipes.toy_addition.config import DemoConfig, DemoModelConfig
+    from pairrl.recipes.toy_addition.pipeline import finish_demo, prepare_demo
 
     data = yaml.safe_load(CONFIG.read_text())
     demo = DemoConfig.model_validate(data.pop("demo"))

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
-from rewards.results import ExecJob
-from train.demo.evaluate import judge_quality
-from train.demo.prompts import (
+from pairrl.recipes.toy_addition.evaluate import judge_quality
+from pairrl.recipes.toy_addition.prompts import (
     pairwise_judgement_text,
     pointwise_judgement_text,
     solution_completion,
 )
-from train.demo.report import curves_from_log_history, goal_checks
-from train.demo.selection import majority_pick, run_lockstep_swiss
-from train.demo.tasks import (
+from pairrl.recipes.toy_addition.report import curves_from_log_history, goal_checks
+from pairrl.recipes.toy_addition.selection import majority_pick, run_lockstep_swiss
+from pairrl.recipes.toy_addition.tasks import (
     AdditionProblem,
     all_problems,
     distractor_answers,
@@ -22,7 +20,9 @@ from train.demo.tasks import (
     solution_text,
     split_problems,
 )
-from train.demo.warm_start import teacher_drops_carry, warm_start_conversations
+from pairrl.recipes.toy_addition.warm_start import teacher_drops_carry, warm_start_conversations
+from pairrl.rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
+from pairrl.rewards.results import ExecJob
 
 
 def test_family_is_two_digit_sums_with_three_digits() -> None:
@@ -53,7 +53,7 @@ def test_distractors_are_wrong_three_digit_sums() -> None:
 
 def test_task_tests_run_for_real_in_the_executor() -> None:
     """The hidden test is executed: right sums pass, wrong sums, broken code and no code fail."""
-    executor_mod = pytest.importorskip("rewards.executor")
+    executor_mod = pytest.importorskip("pairrl.rewards.executor")
     problem = AdditionProblem(67, 48)
     task = problem.to_task()
     texts = [

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rollout.doctor import run_checks
+from pairrl.doctor import run_checks
 
 
 def test_checks_match_this_machine() -> None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from eval.agreement import CallInput, choose_by_agreement, extract_call_inputs, output_signature
+from pairrl.eval.agreement import (
+    CallInput,
+    choose_by_agreement,
+    extract_call_inputs,
+    output_signature,
+)
 
 
 def test_extract_inputs_from_docstring_examples() -> None:
@@ -49,7 +54,7 @@ def test_signature_tolerates_float_noise_and_tuple_list() -> None:
 
 
 def test_encode_output_huge_int_and_unencodable() -> None:
-    from eval.agreement import encode_output
+    from pairrl.eval.agreement import encode_output
 
     assert encode_output(7**5000) == encode_output(7**5000) != encode_output(7**5000 + 1)
     deep: list = []

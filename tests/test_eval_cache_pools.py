@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from eval.cache import StageCache, content_key
-from eval.candidates import Candidate, read_candidates, write_candidates
-from eval.pools import last_function, load_pool, map_prompts_to_tasks, truncate_completion
+from pairrl.eval.cache import StageCache, content_key
+from pairrl.eval.candidates import Candidate, read_candidates, write_candidates
+from pairrl.eval.pools import last_function, load_pool, map_prompts_to_tasks, truncate_completion
 
 
 def test_cache_roundtrip_resume_and_torn_line(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from eval.config import EvalConfig
-from eval.runner import finish
-from eval.tasks import select_tasks
-from rollout.config import ConfigError, parse_config
+from pairrl.config import ConfigError, parse_config
+from pairrl.eval.config import EvalConfig
+from pairrl.eval.runner import finish
+from pairrl.eval.tasks import select_tasks
 
 
 def test_config_errors_name_field_and_allowed_values() -> None:
@@ -59,9 +59,9 @@ def test_select_tasks_split_limit_shard() -> None:
 
 def test_wandb_offline_logging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real wandb library, offline: tables and images land in a local run folder."""
-    from eval.gate import GateResult
-    from eval.pipeline import EvalRun
-    from eval.selection import select_first, select_oracle
+    from pairrl.eval.gate import GateResult
+    from pairrl.eval.pipeline import EvalRun
+    from pairrl.eval.selectors import select_first, select_oracle
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     cfg = EvalConfig.model_validate(
@@ -78,7 +78,7 @@ def test_wandb_offline_logging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         "first": {t: select_first(t, v) for t, v in labels.items()},
         "oracle": {t: select_oracle(t, v) for t, v in labels.items()},
     }
-    from eval.aggregate import summarise
+    from pairrl.eval.aggregate import summarise
 
     run.summary = summarise(labels, run.selections, n_boot=100)
     outcome = finish(run, GateResult("PASS", [], 0.0), tmp_path)

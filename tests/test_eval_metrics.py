@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from eval.aggregate import summarise
-from eval.metrics import (
+from pairrl.eval.aggregate import summarise
+from pairrl.eval.metrics import (
     auroc,
     balanced_accuracy,
     bootstrap_ci,
@@ -16,7 +16,7 @@ from eval.metrics import (
     pass_at_k,
     swap_consistency,
 )
-from eval.selection import Selection, select_first, select_oracle, select_random
+from pairrl.eval.selectors import Selection, select_first, select_oracle, select_random
 
 
 def test_pass_at_k_hand_worked() -> None:
@@ -98,7 +98,7 @@ def test_summarise_table() -> None:
 
 
 def test_pairwise_quality_hand_worked() -> None:
-    from eval.judge_quality import pairwise_quality, pointwise_quality
+    from pairrl.eval.judge_quality import pairwise_quality, pointwise_quality
 
     records = [
         # mixed pair, correct A rated higher: right.
@@ -138,10 +138,10 @@ def test_pairwise_quality_hand_worked() -> None:
 
 
 def test_selective_verification_skips_agreeing_and_confident_tasks() -> None:
-    from eval.config import EvalConfig
-    from eval.judging import JudgeOutcome, _selective
-    from eval.pipeline import EvalRun
-    from eval.selection import Cost
+    from pairrl.eval.config import EvalConfig
+    from pairrl.eval.judge_selectors import JudgeOutcome, _selective
+    from pairrl.eval.pipeline import EvalRun
+    from pairrl.eval.selectors import Cost
 
     cfg = EvalConfig.model_validate(
         {"candidates": {"pool": "p"}, "selective": {"pointwise_confidence": 0.9}}

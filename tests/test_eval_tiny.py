@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.config import ALL_SELECTORS, EvalConfig
-from eval.runner import run_eval
+from pairrl.eval.config import ALL_SELECTORS, EvalConfig
+from pairrl.eval.runner import run_eval
 
 JUDGED = [s for s in ALL_SELECTORS if s not in ("random", "first", "agreement", "oracle")]
 
@@ -75,8 +75,8 @@ def test_tiny_model_from_path_every_selector(
 def tiny_server(tiny_model_dir: Path) -> Iterator[str]:
     import uvicorn
 
-    from rollout.samplers import HFSampler
-    from rollout.serve import create_app
+    from pairrl.rollout.samplers import HFSampler
+    from pairrl.rollout.serve import create_app
 
     app = create_app(
         HFSampler.from_pretrained(tiny_model_dir, device="cpu"), "tiny", default_max_tokens=16

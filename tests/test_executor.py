@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rewards import (
+from pairrl.rewards import (
     AssertTests,
     ExecJob,
     Executor,
@@ -23,7 +23,7 @@ from rewards import (
     Task,
     correctness_reward,
 )
-from rewards.judge import outputs_match
+from pairrl.rewards.trusted_driver import outputs_match
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -189,7 +189,7 @@ def test_worker_killed_mid_candidate_is_retried_not_failed() -> None:
 def test_persistent_infrastructure_failure_is_sandbox_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rewards import session as session_module
+    from pairrl.rewards import session as session_module
 
     def broken_load(self: object, wait: bool = True) -> None:
         raise session_module.InfrastructureError("simulated sandbox failure")
@@ -298,7 +298,7 @@ def test_cli_execute(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-c",
-        "from rollout.cli import main; main()",
+        "from pairrl.cli import main; main()",
         "execute",
         "--tasks",
         str(tasks),

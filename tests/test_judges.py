@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import pytest
 import torch
 
-from rollout.judges import (
+from pairrl.rollout.judges import (
     JudgeFailure,
     PairVerdict,
     PairwiseJudge,
@@ -21,8 +21,8 @@ from rollout.judges import (
     round_rating,
     score_expected_ratings,
 )
-from rollout.prompts import continuation, pointwise_ab_messages
-from rollout.samplers import Completion, HFSampler, SamplerError, SamplingParams
+from pairrl.rollout.prompts import continuation, pointwise_ab_messages
+from pairrl.rollout.samplers import Completion, HFSampler, SamplerError, SamplingParams
 
 ln = math.log
 ITEM = ("Add a and b.", "def f(a, b):\n    return a + b", "def f(a, b):\n    return a - b")

@@ -1,4 +1,4 @@
-"""OpenAI-compatible HTTP sampler: against rollout.serve on the tiny model, and failing cleanly.
+"""OpenAI-compatible HTTP sampler: against pairrl.rollout.serve on the tiny model, and failing cleanly.
 
 The live server runs in a subprocess on a free port (bounded readiness wait, always killed).
 Failure modes use small in-process HTTP servers: a closed port, a server that never
@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rollout.samplers import HFSampler, OpenAISampler, SamplerError, SamplingParams
+from pairrl.rollout.samplers import HFSampler, OpenAISampler, SamplerError, SamplingParams
 
 CHAT = [{"role": "user", "content": "write a python function that returns the sum"}]
 PROMPTS = [CHAT, "def add(x, y):", [*CHAT, {"role": "assistant", "content": "<rating_A>"}]]
@@ -38,7 +38,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tiny_model_dir: Path) -> Iterator[str]:
     port = _free_port()
-    command = [sys.executable, "-m", "rollout.serve", "--model", str(tiny_model_dir)]
+    command = [sys.executable, "-m", "pairrl.rollout.serve", "--model", str(tiny_model_dir)]
     command += ["--port", str(port), "--served-model-name", SERVED, "--device", "cpu"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from rollout.pairs import build_training_pairs, eligible_pairs
+from pairrl.rollout.pairs import build_training_pairs, eligible_pairs
 
 
 def test_hand_worked_one_correct() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from rollout.prompts import (
+from pairrl.rollout.prompts import (
     THINK_CLOSE,
     continuation,
     generate_with_thinking_budget,
@@ -16,7 +16,7 @@ from rollout.prompts import (
     pointwise_messages,
     solution_for_judge,
 )
-from rollout.samplers import Completion, HFSampler, SamplerError, SamplingParams
+from pairrl.rollout.samplers import Completion, HFSampler, SamplerError, SamplingParams
 
 
 def _text(messages: list[dict[str, str]]) -> str:

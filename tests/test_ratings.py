@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewards import (
+from pairrl.rewards import (
     RatingFailure,
     extract_code,
     normalise_rating,

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 import torch
 
-from rollout.samplers import (
+from pairrl.rollout.samplers import (
     Completion,
     HFSampler,
     Sampler,
@@ -15,8 +15,8 @@ from rollout.samplers import (
     SamplingParams,
     is_continuation,
 )
-from rollout.samplers.base import logaddexp, prompt_seed
-from rollout.samplers.hf import nucleus_filter
+from pairrl.rollout.samplers.base import logaddexp, prompt_seed
+from pairrl.rollout.samplers.hf import nucleus_filter
 
 CHAT = [{"role": "user", "content": "write a python function that returns the sum"}]
 PROMPTS = [CHAT, "def add(x, y):", [{"role": "user", "content": "hi"}]]
@@ -184,7 +184,7 @@ def test_bad_prompts_are_rejected(sampler: HFSampler) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed")
 def test_vllm_missing_names_the_extra() -> None:
-    from rollout.samplers.vllm import VLLMSampler
+    from pairrl.rollout.samplers.vllm import VLLMSampler
 
     with pytest.raises(ImportError, match=r"pairrl\[vllm\]"):
         VLLMSampler("some/model")
@@ -196,7 +196,7 @@ def test_vllm_missing_names_the_extra() -> None:
     reason="needs vLLM and a CUDA GPU",
 )
 def test_vllm_generates_and_scores(tiny_model_dir) -> None:
-    from rollout.samplers.vllm import VLLMSampler
+    from pairrl.rollout.samplers.vllm import VLLMSampler
 
     sampler = VLLMSampler(str(tiny_model_dir), gpu_memory_utilization=0.2, max_model_len=512)
     rows = sampler.generate(PROMPTS, 2, SamplingParams(max_tokens=6, seed=0, top_logprobs=3))

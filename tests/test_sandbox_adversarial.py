@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rewards import AssertTests, ExecJob, Executor, SandboxUnavailable, Task
+from pairrl.rewards import AssertTests, ExecJob, Executor, SandboxUnavailable, Task
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 

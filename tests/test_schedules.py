@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import random
 
-from rollout.schedules import halving_rounds_per_stage, halving_stage_sizes, pool_matching
-from rollout.tournament import sequential_halving_tournament, swiss_tournament
+from pairrl.rollout.schedules import halving_rounds_per_stage, halving_stage_sizes, pool_matching
+from pairrl.rollout.tournament import sequential_halving_tournament, swiss_tournament
 
 
 def test_stage_sizes() -> None:
@@ -99,7 +99,7 @@ def test_halving_beats_swiss_at_2n_on_a_simulated_judge() -> None:
 def test_finalists_without_evidence_fall_back_to_the_whole_field() -> None:
     # Final pool {2, 3} whose comparisons all failed, while 0 beat 1: the pick falls back
     # to the whole field (0) rather than reporting "no winner" while evidence exists.
-    from rollout.tournament import _Ledger
+    from pairrl.rollout.tournament import _Ledger
 
     verdicts = {(0, 1): (9, 1), (2, 3): None}
     led = _Ledger(4, lambda pairs: [verdicts[p] for p in pairs], 2, tau=0.1)

@@ -11,9 +11,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rollout.judges import PairwiseJudge
-from rollout.samplers import Completion, SamplingParams
-from rollout.select_cli import (
+from pairrl.rollout.judges import PairwiseJudge
+from pairrl.rollout.samplers import Completion, SamplingParams
+from pairrl.rollout.select_cli import (
     Candidate,
     CandidateError,
     _print_report,

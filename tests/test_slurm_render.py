@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rollout.config import ConfigError
-from train.slurm_render import (
+from pairrl.config import ConfigError
+from pairrl.slurm.render import (
     EVAL_OUT_DEFAULT,
     EVAL_OUT_KEY,
     EVAL_STRICT_KEY,
@@ -211,9 +211,9 @@ def test_multi_node_roles_rendezvous_and_server_host(tmp_path: Path, stubs: Path
 def test_trainer_reads_the_rendered_arguments_as_server_mode(tmp_path: Path, stubs: Path) -> None:
     """The arguments a training node passes, parsed by the trainer's own config and mapped to
     TRL: server mode, pointed at the vLLM node (a config with a base URL set must not win)."""
-    from rollout.config import load_config
-    from train.config import TrainConfig
-    from train.plan import grpo_config_kwargs, resolve_plan
+    from pairrl.config import load_config
+    from pairrl.train.config import TrainConfig
+    from pairrl.train.plan import grpo_config_kwargs, resolve_plan
 
     spec = train_spec(tmp_path, write_config(tmp_path, server_base_url="http://stale:1/"))
     script_dir = write_scripts(render_train(spec), Path(spec.run_dir))
@@ -307,8 +307,8 @@ def test_eval_array_shards_and_dependent_merge(tmp_path: Path, stubs: Path) -> N
 
 def test_keys_follow_the_train_and_eval_schemas() -> None:
     """The renderer reads configs as plain YAML; its key names must match the schemas."""
-    from eval.config import EvalConfig
-    from train.config import TrainConfig
+    from pairrl.eval.config import EvalConfig
+    from pairrl.train.config import TrainConfig
 
     def field(model: type, dotted: str):  # -> pydantic FieldInfo
         *parents, leaf = dotted.split(".")

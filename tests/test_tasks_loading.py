@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rewards import AssertTests, IOTests, StdioTests, TaskFormatError, load_tasks
-from rewards.tasks import prompt_helpers
+from pairrl.rewards import AssertTests, IOTests, StdioTests, TaskFormatError, load_tasks
+from pairrl.rewards.tasks import prompt_helpers
 
 
 def test_mbpp_sanitized(shared_data_dir: Path) -> None:

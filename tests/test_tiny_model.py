@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rollout.tiny_model import build_tiny_model, load_tiny_model
+from pairrl.tiny_model import build_tiny_model, load_tiny_model
 
 
 def _digests(folder: Path) -> dict[str, str]:

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from rollout.schedules import round_robin_rounds, swiss_phase1_pairs, swiss_phase2_pairs
-from rollout.tournament import (
+from pairrl.rollout.schedules import round_robin_rounds, swiss_phase1_pairs, swiss_phase2_pairs
+from pairrl.rollout.tournament import (
     SCHEDULES,
     Comparison,
     all_pairs_tournament,
@@ -251,7 +251,7 @@ def test_label_blind_judge_is_no_better_than_chance(name: str) -> None:
 def test_scheduling_mu_agrees_with_reported_mu() -> None:
     # The ledger keeps running sums (inlined weight/outcome) for pairing decisions; they
     # must agree with the pure aggregation the result reports.
-    from rollout.tournament import _Ledger
+    from pairrl.rollout.tournament import _Ledger
 
     led = _Ledger(7, _noisy_judge(random.Random(3), 0.2), 20, tau=0.1)
     rounds = [[(0, 1), (2, 3), (4, 5)], [(1, 2), (3, 6), (5, 0)]]

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from rollout.config import ConfigError, load_config, parse_config
-from train.config import TrainConfig
-from train.plan import grpo_config_kwargs, resolve_plan
+from pairrl.config import ConfigError, load_config, parse_config
+from pairrl.train.config import TrainConfig
+from pairrl.train.plan import grpo_config_kwargs, resolve_plan
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 # The trainer's own configs (configs/toy_cpu.yaml belongs to the CPU demo).
@@ -22,7 +22,7 @@ TRAIN_CONFIGS = [CONFIGS / name for name in OWN_CONFIGS]
 def _app():
     import typer
 
-    from train.cli import register
+    from pairrl.train.cli import register
 
     app = typer.Typer()
     register(app)

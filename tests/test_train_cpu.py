@@ -1,7 +1,7 @@
 """`pairrl train` end to end on CPU with the tiny model: PairRL steps, W&B offline, resume.
 
 The tiny model is warm-started once per session (a short SFT on code-shaped answers,
-``train.tiny_tasks``) so that its sampled solutions sometimes pass and sometimes fail.
+``pairrl.train.tiny_tasks``) so that its sampled solutions sometimes pass and sometimes fail.
 The resume test kills a run after its step-2 checkpoint, resumes it, and checks that
 step 3 is exactly what an uninterrupted run produced (same completions, rewards and
 advantages: the weights, optimiser, data position and RNG all came back).
@@ -28,9 +28,9 @@ TINY_CONFIG = REPO / "configs" / "tiny_cpu.yaml"
 @pytest.fixture(scope="session")
 def warm_tiny_model(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model after a solution-format warm start (what the RL tests start from)."""
-    from rollout.prompts import generation_messages, pairwise_messages
-    from train.tiny_tasks import tiny_code_tasks, warm_start_examples
-    from train.warm_start import warm_start
+    from pairrl.rollout.prompts import generation_messages, pairwise_messages
+    from pairrl.train.tiny_tasks import tiny_code_tasks, warm_start_examples
+    from pairrl.train.warm_start import warm_start
 
     examples = warm_start_examples(
         tiny_code_tasks(),

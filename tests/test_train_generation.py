@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 from transformers import GenerationConfig
 
-from train.config import PhaseSampling, SamplingConfig
-from train.generation import TRLGenerator, phase_sampling
+from pairrl.train.config import PhaseSampling, SamplingConfig
+from pairrl.train.generation import TRLGenerator, phase_sampling
 
 
 def test_trl_generation_entry_point_signature() -> None:

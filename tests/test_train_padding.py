@@ -1,4 +1,4 @@
-"""Padding buckets for the update's forward passes (``train.trainer``)."""
+"""Padding buckets for the update's forward passes (``pairrl.train.trainer``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from train.trainer import forward_in_buckets, padding_buckets
+from pairrl.train.trainer import forward_in_buckets, padding_buckets
 
 
 def test_padding_buckets_split_narrow_from_wide_rows() -> None:
@@ -44,7 +44,7 @@ def _batch(tokenizer, prompts: list[str], completion_lengths: list[int]) -> tupl
 
 
 def test_bucketed_forward_matches_one_padded_forward(tiny_model_dir: Path) -> None:
-    from rollout.tiny_model import load_tiny_model
+    from pairrl.tiny_model import load_tiny_model
 
     model, tokenizer = load_tiny_model(tiny_model_dir)
     model.eval()

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from rewards.results import ExecResult
-from rollout.config import parse_config
-from train.config import TrainConfig
-from train.prompting import default_prompt_kit
-from train.rollout import PairRLRollout, RolloutError
-from train.tiny_tasks import answer_text, tiny_code_tasks
+from pairrl.config import parse_config
+from pairrl.rewards.results import ExecResult
+from pairrl.train.config import TrainConfig
+from pairrl.train.prompting import default_prompt_kit
+from pairrl.train.rollout_func import PairRLRollout, RolloutError
+from pairrl.train.tiny_tasks import answer_text, tiny_code_tasks
 
 EOS = 0
 PASSING = {"return x", "return x + 1"}
@@ -184,8 +184,8 @@ def test_split_groups_are_rejected() -> None:
 def test_deepcoder_rows_become_stdio_tasks() -> None:
     import json
 
-    from rewards.tasks import StdioTests
-    from train.data import deepcoder_row_to_task
+    from pairrl.rewards.tasks import StdioTests
+    from pairrl.train.data import deepcoder_row_to_task
 
     row = {
         "problem": "Read n, print n+1",

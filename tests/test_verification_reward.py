@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewards import RatingFailure, verification_reward
+from pairrl.rewards import RatingFailure, verification_reward
 
 
 def test_correct_rated_ten_earns_one() -> None:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from train.layout import JUDGEMENT, NO_PAIR, SOLUTION
+from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION
 
 __all__ = ["EPS_STD", "compute_advantages"]
 

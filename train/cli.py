@@ -40,9 +40,9 @@ def train_cmd(
     ),
 ) -> None:
     """Train with PairRL (or the PointRL / GRPO baselines) on TRL's GRPOTrainer."""
-    from rollout.config import ConfigError, load_config
-    from train.config import TrainConfig
-    from train.plan import format_plan, resolve_plan
+    from pairrl.config import ConfigError, load_config
+    from pairrl.train.config import TrainConfig
+    from pairrl.train.plan import format_plan, resolve_plan
 
     try:
         cfg = load_config(config, TrainConfig, list(set_))
@@ -57,7 +57,7 @@ def train_cmd(
             typer.echo(f"plan for {config} (dry run, no model loaded)")
             typer.echo(format_plan(plan))
         return
-    from train.run import run_training
+    from pairrl.train.run import run_training
 
     try:
         summary = run_training(cfg, plan, resume=resume)

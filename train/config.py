@@ -2,8 +2,8 @@
 
 Every field has a description and bounds; cross-field rules (the rollout split, the
 engine's settings) are checked here so that a bad file fails with a message naming the
-field and the allowed values (see ``rollout.config``). The schema says *what* to run;
-``train.plan`` derives the batch arithmetic and maps it onto TRL's ``GRPOConfig``.
+field and the allowed values (see ``pairrl.config``). The schema says *what* to run;
+``pairrl.train.plan`` derives the batch arithmetic and maps it onto TRL's ``GRPOConfig``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from rollout.config import PairrlModel
-from train.demo.config import DemoConfig
+from pairrl.config import PairrlModel
+from pairrl.recipes.toy_addition.config import DemoConfig
 
 __all__ = [
     "BatchConfig",
@@ -64,8 +64,8 @@ class DataConfig(PairrlModel):
 
     source: Literal["tiny_code", "toy_addition", "file", "hub"] = Field(
         description="tiny_code: the built-in permissive CPU task set; toy_addition: the CPU "
-        "demo's task family (train.demo, settings in `demo`); file: a local task file "
-        "read by rewards.load_tasks; hub: a datasets hub id (e.g. DeepCoder)"
+        "demo's task family (pairrl.recipes.toy_addition, settings in `demo`); file: a local task file "
+        "read by pairrl.rewards.load_tasks; hub: a datasets hub id (e.g. DeepCoder)"
     )
     path: str | None = Field(
         default=None, description="file path (source=file) or hub dataset id (source=hub)"
@@ -232,7 +232,7 @@ class BatchConfig(PairrlModel):
 
 
 class ExecutorConfig(PairrlModel):
-    """The sandbox that labels solutions (rewards.Executor)."""
+    """The sandbox that labels solutions (pairrl.rewards.Executor)."""
 
     num_workers: int | None = Field(
         default=None, ge=1, le=1024, description="sandbox workers; null = one per core"

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rewards.tasks import Task
-from train.config import DataConfig
+from pairrl.rewards.tasks import Task
+from pairrl.train.config import DataConfig
 
 __all__ = ["LoadedTasks", "build_dataset", "deepcoder_row_to_task", "load_training_tasks"]
 
@@ -36,7 +36,7 @@ class LoadedTasks:
 
 def deepcoder_row_to_task(row: dict[str, Any], task_id: str) -> Task:
     """One DeepCoder row to a stdio Task; raises ValueError when its tests are not stdio."""
-    from rewards.task_loaders import row_to_task
+    from pairrl.rewards.task_loaders import row_to_task
 
     tests = row.get("tests")
     if isinstance(tests, str):
@@ -71,11 +71,11 @@ def load_training_tasks(cfg: DataConfig) -> LoadedTasks:
     """Tasks for ``cfg`` (shuffled with its seed, capped at ``max_problems``)."""
     skipped: dict[str, int] = {}
     if cfg.source == "tiny_code":
-        from train.tiny_tasks import tiny_code_tasks
+        from pairrl.train.tiny_tasks import tiny_code_tasks
 
         tasks = tiny_code_tasks()
     elif cfg.source == "file":
-        from rewards.task_loaders import load_tasks
+        from pairrl.rewards.task_loaders import load_tasks
 
         tasks = load_tasks(cfg.path or "")
     else:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from rewards import normalise_rating
-from train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord
+from pairrl.rewards import normalise_rating
+from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord
 
 __all__ = ["YES_CUT", "step_metrics"]
 

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rollout.config import ConfigError
-from train.config import TrainConfig
+from pairrl.config import ConfigError
+from pairrl.train.config import TrainConfig
 
 __all__ = ["RunPlan", "grpo_config_kwargs", "resolve_plan", "run_dir", "world_size_from_env"]
 
@@ -145,7 +145,7 @@ def grpo_config_kwargs(cfg: TrainConfig, plan: RunPlan) -> dict[str, Any]:
     Notes on choices:
     * ``scale_rewards='none'`` and ``multi_objective_aggregation='sum_then_normalize'``:
       TRL's own advantages are computed and then replaced by ``PairRLTrainer`` (see
-      ``train.trainer``), so its scaling must not matter; 'none' keeps its logs honest.
+      ``pairrl.train.trainer``), so its scaling must not matter; 'none' keeps its logs honest.
     * ``temperature``/``top_p`` are the solution phase's: TRL scores log-probs with the
       trainer temperature; the rollout swaps in the judgement settings while judging.
     """

@@ -1,20 +1,20 @@
-"""The rollout's prompt kit, wired to ``rollout.prompts`` and ``rollout.pairs``."""
+"""The rollout's prompt kit, wired to ``pairrl.rollout.prompts`` and ``pairrl.rollout.pairs``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rewards.tasks import Task
-from rollout.pairs import PairPlan
-from train.rollout import PromptKit
+from pairrl.rewards.tasks import Task
+from pairrl.rollout.pairs import PairPlan
+from pairrl.train.rollout_func import PromptKit
 
 __all__ = ["default_prompt_kit"]
 
 
 def default_prompt_kit() -> PromptKit:
     """Code prompts (generation, pairwise, pointwise) and the paper's training pairs."""
-    from rollout.pairs import build_training_pairs
-    from rollout.prompts import (
+    from pairrl.rollout.pairs import build_training_pairs
+    from pairrl.rollout.prompts import (
         generation_messages,
         pairwise_messages,
         pointwise_messages,

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rollout.config import ConfigError
-from train.config import TrainConfig
-from train.plan import RunPlan, grpo_config_kwargs
-from train.slurm_signals import CheckpointOnSignal
+from pairrl.config import ConfigError
+from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
+from pairrl.train.config import TrainConfig
+from pairrl.train.plan import RunPlan, grpo_config_kwargs
 
 __all__ = ["run_training"]
 
@@ -44,7 +44,7 @@ def _policy_path(
             and not (model_path / "config.json").is_file()
             and state.is_main_process
         ):
-            from rollout.tiny_model import build_tiny_model
+            from pairrl.tiny_model import build_tiny_model
 
             build_tiny_model(model_path, seed=cfg.seed)
     if cfg.warm_start.steps == 0:
@@ -57,8 +57,8 @@ def _policy_path(
                 raise ConfigError(
                     "warm_start.steps", ["a warm start is provided for data.source tiny_code only"]
                 )
-            from train.tiny_tasks import warm_start_examples
-            from train.warm_start import warm_start
+            from pairrl.train.tiny_tasks import warm_start_examples
+            from pairrl.train.warm_start import warm_start
 
             examples = warm_start_examples(
                 tasks, prompts.generation, prompts.pairwise, num_examples=512, seed=cfg.seed
@@ -83,12 +83,17 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
     from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig
 
-    from rewards.executor import Executor
-    from train.data import build_dataset, load_training_tasks
-    from train.generation import TRLGenerator
-    from train.prompting import default_prompt_kit
-    from train.rollout import PairRLRollout
-    from train.trainer import PairRLTrainer, StepTimer, pair_verification, solution_correctness
+    from pairrl.rewards.executor import Executor
+    from pairrl.train.data import build_dataset, load_training_tasks
+    from pairrl.train.generation import TRLGenerator
+    from pairrl.train.prompting import default_prompt_kit
+    from pairrl.train.rollout_func import PairRLRollout
+    from pairrl.train.trainer import (
+        PairRLTrainer,
+        StepTimer,
+        pair_verification,
+        solution_correctness,
+    )
 
     # TrainingArguments sets up torch.distributed (DDP, DeepSpeed, FSDP) for this launch;
     # the shared accelerate state is read after it.
@@ -116,8 +121,8 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
 
     demo = None
     if cfg.data.source == "toy_addition":
-        # The CPU demo (train.demo): its tasks, prompt kit, model build and SFT warm start.
-        from train.demo.pipeline import prepare_demo
+        # The CPU demo (pairrl.recipes.toy_addition): its tasks, prompt kit, model build and SFT warm start.
+        from pairrl.recipes.toy_addition.pipeline import prepare_demo
 
         with state.main_process_first():
             demo = prepare_demo(cfg, run_dir, is_main_process=state.is_main_process)
@@ -198,7 +203,7 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
                 fh.write(json.dumps(row) + "\n")
     demo_goal = None
     if demo is not None and state.is_main_process:
-        from train.demo.pipeline import finish_demo
+        from pairrl.recipes.toy_addition.pipeline import finish_demo
 
         demo_summary = finish_demo(
             cfg,

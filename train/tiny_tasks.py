@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from rewards.tasks import AssertTests, Task
+from pairrl.rewards.tasks import AssertTests, Task
 
 __all__ = ["ANSWER_POOL", "tiny_code_tasks", "warm_start_examples"]
 

@@ -2,9 +2,9 @@
 
 The override (``_generate_and_score_completions``) lets TRL build the batch, compute its
 log-probs, rewards and logs as usual, then replaces the advantages with PairRL's
-(``train.advantages``), because TRL's group-mean baseline cannot express a batch-mean
+(``pairrl.train.advantages``), because TRL's group-mean baseline cannot express a batch-mean
 baseline for judgements next to a per-problem baseline for solutions (see that module).
-It also records the PairRL metrics (``train.metrics``) and corrects the advantage column
+It also records the PairRL metrics (``pairrl.train.metrics``) and corrects the advantage column
 of TRL's completions table.
 
 The second (``_get_per_token_logps_and_entropies``, a speed-up only, single process)
@@ -31,9 +31,9 @@ from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
-from train.advantages import compute_advantages
-from train.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
-from train.metrics import step_metrics
+from pairrl.train.advantages import compute_advantages
+from pairrl.train.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
+from pairrl.train.metrics import step_metrics
 
 __all__ = [
     "PairRLTrainer",

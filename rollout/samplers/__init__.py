@@ -1,6 +1,6 @@
 """Samplers: one protocol (``Sampler``), three backends (HF, vLLM, OpenAI-compatible HTTP).
 
-Backends are imported lazily so that ``import rollout.samplers`` never pulls torch,
+Backends are imported lazily so that ``import pairrl.rollout.samplers`` never pulls torch,
 transformers, httpx or vLLM until a backend is used.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rollout.samplers.base import (
+from pairrl.rollout.samplers.base import (
     ChatMessage,
     Completion,
     Prompt,
@@ -19,14 +19,14 @@ from rollout.samplers.base import (
 )
 
 if TYPE_CHECKING:
-    from rollout.samplers.hf import HFSampler
-    from rollout.samplers.openai_http import OpenAISampler
-    from rollout.samplers.vllm import VLLMSampler
+    from pairrl.rollout.samplers.hf import HFSampler
+    from pairrl.rollout.samplers.openai_http import OpenAISampler
+    from pairrl.rollout.samplers.vllm import VLLMSampler
 
 _LAZY = {
-    "HFSampler": "rollout.samplers.hf",
-    "OpenAISampler": "rollout.samplers.openai_http",
-    "VLLMSampler": "rollout.samplers.vllm",
+    "HFSampler": "pairrl.rollout.samplers.hf",
+    "OpenAISampler": "pairrl.rollout.samplers.openai_http",
+    "VLLMSampler": "pairrl.rollout.samplers.vllm",
 }
 
 
@@ -35,7 +35,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'rollout.samplers' has no attribute {name!r}")
+    raise AttributeError(f"module 'pairrl.rollout.samplers' has no attribute {name!r}")
 
 
 __all__ = [

@@ -133,7 +133,7 @@ class Sampler(Protocol):
         A candidate is matched against single vocabulary tokens by their decoded string.
         Candidates that are not one token (e.g. ``"10"`` under a digit-splitting tokenizer)
         or that fall outside the top log-probabilities a server returns are *absent* from
-        the dict: the caller decides what absence means (see ``rollout.judges``).
+        the dict: the caller decides what absence means (see ``pairrl.rollout.judges``).
         """
         ...
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from rollout.samplers.base import (
+from pairrl.rollout.samplers.base import (
     Completion,
     Prompt,
     SamplerError,

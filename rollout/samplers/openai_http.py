@@ -1,4 +1,4 @@
-"""OpenAI-compatible HTTP sampler (vLLM, SGLang, ``rollout.serve``) on plain httpx.
+"""OpenAI-compatible HTTP sampler (vLLM, SGLang, ``pairrl.rollout.serve``) on plain httpx.
 
 No SDK: the OpenAI SDK retries silently, which multiplies a slow request and hides
 failures. Here timeouts are explicit (connect and read), retries are bounded, counted and
@@ -7,7 +7,7 @@ failure comes back as a :class:`SamplerError` with its reason, never as a defaul
 
 Chat prompts go to ``/chat/completions``; raw text prompts to ``/completions``. A chat
 prompt ending in an assistant message is continued with vLLM's ``continue_final_message``
-extension (also understood by SGLang and ``rollout.serve``). With ``vllm_extensions`` on
+extension (also understood by SGLang and ``pairrl.rollout.serve``). With ``vllm_extensions`` on
 (the default) the request also asks for ``return_token_ids`` so completions carry token
 ids; servers that ignore it give completions with empty ``token_ids``. Turn it off for
 servers that reject unknown fields (the OpenAI API itself).
@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from rollout.samplers.base import (
+from pairrl.rollout.samplers.base import (
     MAX_TOP_LOGPROBS,
     Completion,
     Prompt,

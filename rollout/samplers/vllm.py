@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rollout.samplers.base import (
+from pairrl.rollout.samplers.base import (
     Completion,
     Prompt,
     SamplerError,

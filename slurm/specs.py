@@ -1,14 +1,14 @@
 """What a rendered Slurm job asks for: resources, node roles, ports, requeue policy.
 
 Plain pydantic models (bounds and descriptions on every field, unknown keys refused), built
-by `pairrl slurm render|submit` from its options and consumed by `train.slurm_render`.
+by `pairrl slurm render|submit` from its options and consumed by `pairrl.slurm.render`.
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from rollout.config import PairrlModel
+from pairrl.config import PairrlModel
 
 __all__ = ["EvalJobSpec", "SlurmResources", "TrainJobSpec"]
 

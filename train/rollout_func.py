@@ -6,12 +6,12 @@ each problem repeated G times consecutively. For every problem the rollout
 1. generates G_gen solutions with the policy through TRL's own generation path
    (transformers ``generate`` or TRL's vLLM colocate/server engine),
 2. labels them with the sandboxed executor,
-3. picks what to judge: on-policy pairs (PairRL, ``rollout.pairs``) or single solutions
+3. picks what to judge: on-policy pairs (PairRL, ``pairrl.rollout.pairs``) or single solutions
    (PointRL); GRPO mode stops after step 2,
 4. generates the judgements with the same policy and scores them with the paper's
    verification reward,
 
-and returns G rows per problem in TRL's order (``train.layout``) with the per-row
+and returns G rows per problem in TRL's order (``pairrl.train.layout``) with the per-row
 sample type and reward as extra fields, an ``env_mask`` that zeroes the loss on
 ``no_pair`` rows, and a :class:`RowRecord` per row kept for the trainer's advantage
 override and metrics.
@@ -24,12 +24,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
-from rewards.results import ExecJob, ExecResult
-from rewards.tasks import Task
-from train.config import TrainConfig
-from train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord, group_layout
-from train.selection import pointwise_targets, step_seed
+from pairrl.rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
+from pairrl.rewards.results import ExecJob, ExecResult
+from pairrl.rewards.tasks import Task
+from pairrl.train.config import TrainConfig
+from pairrl.train.judge_targets import pointwise_targets, step_seed
+from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord, group_layout
 
 __all__ = ["Generator", "PairRLRollout", "PromptKit", "RolloutError"]
 
@@ -143,7 +143,7 @@ class PairRLRollout:
         if len(prompts) % g:
             raise RolloutError(
                 f"got {len(prompts)} prompts, not a multiple of group_size {g}: each process "
-                "must hold whole problem groups (see train.plan)"
+                "must hold whole problem groups (see pairrl.train.plan)"
             )
         num_local = len(prompts) // g
         groups = []

@@ -1,18 +1,18 @@
 """Held-out evaluation of one checkpoint on the demo's toy problems.
 
 For each held-out problem the model samples ``k`` solutions, which the sandboxed executor
-labels by running the hidden test (``rewards.Executor``). Reported:
+labels by running the hidden test (``pairrl.rewards.Executor``). Reported:
 
 * ``solution_pass_rate``: the share of sampled solutions that pass.
 * ``judge_balanced_accuracy``: the model as pairwise judge on a *fixed* pool of pairs
   (``reference_pool``, drawn once from the warm-start model's own held-out samples), so
   the warm start and the trained model are scored on the same items. Each judged item is
-  a "yes" when its rating normalises to >= 0.5 (as ``train.metrics``); an unparseable
+  a "yes" when its rating normalises to >= 0.5 (as ``pairrl.train.metrics``); an unparseable
   judgement counts as a wrong verdict on both its items and is also counted in
   ``judge_parse_failure_rate``. ``judge_on_policy`` repeats this on the model's own
   current samples.
 * ``best_of_k``: random, swiss (the model as judge), majority (return values) and oracle;
-  see ``train.demo.selection``.
+  see ``pairrl.recipes.toy_addition.selection``.
 * ``best_of_k_warm_pool``: the same pickers on the warm start's own candidates (the
   ``reference_pool``), judged by this checkpoint. Once the solver is near perfect, its own
   pool leaves a judge little to choose; on the warm start's pool the trained judge and the
@@ -26,15 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewards import extract_code, normalise_rating, parse_pair_ratings
-from rewards.results import ExecJob
-from train.demo.prompts import generation_messages, pairwise_messages
-from train.demo.selection import majority_pick, run_lockstep_swiss
-from train.demo.tasks import AdditionProblem
+from pairrl.recipes.toy_addition.prompts import generation_messages, pairwise_messages
+from pairrl.recipes.toy_addition.selection import majority_pick, run_lockstep_swiss
+from pairrl.recipes.toy_addition.tasks import AdditionProblem
+from pairrl.rewards import extract_code, normalise_rating, parse_pair_ratings
+from pairrl.rewards.results import ExecJob
 
 __all__ = ["CandidatePool", "evaluate_checkpoint", "judge_quality", "sample_pool"]
 
-YES_CUT = 0.5  # same cut as train.metrics
+YES_CUT = 0.5  # same cut as pairrl.train.metrics
 
 
 @dataclass
@@ -57,8 +57,8 @@ class CandidatePool:
 
 
 def _shown(text: str) -> str:
-    """What a judge sees of a candidate: the trainer's rendering (``rollout.prompts``)."""
-    from rollout.prompts import solution_for_judge
+    """What a judge sees of a candidate: the trainer's rendering (``pairrl.rollout.prompts``)."""
+    from pairrl.rollout.prompts import solution_for_judge
 
     return solution_for_judge(text)
 
@@ -218,7 +218,7 @@ def evaluate_checkpoint(
     With ``reference_pool`` None (the warm start), the checkpoint's own pool is the
     reference for judge quality.
     """
-    from rollout.samplers import HFSampler
+    from pairrl.rollout.samplers import HFSampler
 
     started = time.perf_counter()
     sampler = HFSampler.from_pretrained(

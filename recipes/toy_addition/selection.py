@@ -2,7 +2,7 @@
 
 ``random``  the expected accuracy of a uniformly random pick: the mean correct share per
             problem (an exact expectation, not one noisy draw).
-``swiss``   the project's Swiss tournament (``rollout.tournament.swiss_tournament``) with
+``swiss``   the project's Swiss tournament (``pairrl.rollout.tournament.swiss_tournament``) with
             the model itself as pairwise judge. Tournaments of all problems advance in
             lock-step so that each round of every problem is judged in one batch.
 ``majority`` the most common return value of ``f()`` among candidates that returned one
@@ -114,7 +114,7 @@ def run_lockstep_swiss(
     seed: int = 0,
 ) -> list[Any]:
     """Swiss tournaments (budget ``budget_per_candidate * N``) for every problem; results in order."""
-    from rollout.tournament import swiss_tournament
+    from pairrl.rollout.tournament import swiss_tournament
 
     judge = LockstepJudge(len(num_candidates), judge_batch)
     results: list[Any] = [None] * len(num_candidates)

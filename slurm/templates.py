@@ -1,4 +1,4 @@
-"""Shell templates behind `train.slurm_render`; `@NAME@` marks a value the renderer fills.
+"""Shell templates behind `pairrl.slurm.render`; `@NAME@` marks a value the renderer fills.
 
 Kept apart from the renderer so the scripts read as shell. Values are shell-quoted by the
 renderer; everything here that starts with `$` is expanded by the shell at run time.

@@ -13,19 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.cache import StageCache, content_key
-from eval.candidates import Candidate
-from eval.config import EvalConfig
-from eval.judge_cache import CachedJudge, Verdict
-from eval.judge_quality import pairwise_quality, pointwise_quality
-from eval.pipeline import EvalRun, Issue
-from eval.problems import problem_text
-from eval.selection import Cost, Selection
+from pairrl.eval.cache import StageCache, content_key
+from pairrl.eval.candidates import Candidate
+from pairrl.eval.config import EvalConfig
+from pairrl.eval.judge_cache import CachedJudge, Verdict
+from pairrl.eval.judge_quality import pairwise_quality, pointwise_quality
+from pairrl.eval.pipeline import EvalRun, Issue
+from pairrl.eval.problems import problem_text
+from pairrl.eval.selectors import Cost, Selection
 
 __all__ = ["TOURNAMENT_SELECTORS", "JudgeOutcome", "judge_solution", "run_judge_selectors"]
 
 POINTWISE_SELECTORS: dict[str, str] = {"pointwise_ab": "ab", "pointwise_think": "ab_think"}
-# name -> (tournament function name in rollout.tournament, budget in multiples of N or None).
+# name -> (tournament function name in pairrl.rollout.tournament, budget in multiples of N or None).
 # better_2n is the rollout issue's schedule aimed at finding the best (sequential halving).
 TOURNAMENT_SELECTORS: dict[str, tuple[str, int | None]] = {
     "all_pairs": ("all_pairs_tournament", None),
@@ -63,7 +63,7 @@ def judge_solution(cand: Candidate) -> str:
     when it held no code, so the judge sees that too)."""
     if cand.code.strip():
         return f"```python\n{cand.code.rstrip()}\n```"
-    from rollout.prompts import solution_for_judge
+    from pairrl.rollout.prompts import solution_for_judge
 
     return solution_for_judge(cand.text) if cand.text else "(empty completion)"
 
@@ -80,8 +80,8 @@ def _cost(verdicts: Sequence[Verdict]) -> Cost:
 
 def build_judge(cfg: EvalConfig, cache_dir: Path, mode: str) -> CachedJudge:
     """The cached judge; the judge model defaults to the generator's model or endpoint."""
-    from eval.models import make_sampler, model_identity
-    from rollout.samplers import SamplingParams
+    from pairrl.eval.models import make_sampler, model_identity
+    from pairrl.rollout.samplers import SamplingParams
 
     j, c = cfg.judge, cfg.candidates
     model = j.model or (None if j.endpoint else (c.model if c.source == "model" else None))
@@ -196,8 +196,8 @@ def _tournament(
     labels: list[bool],
     outcome: JudgeOutcome,
 ) -> Selection:
-    import rollout.tournament as tournament
-    from rollout.judges import round_rating
+    import pairrl.rollout.tournament as tournament
+    from pairrl.rollout.judges import round_rating
 
     func_name, multiple = TOURNAMENT_SELECTORS[name]
     func = getattr(tournament, func_name)

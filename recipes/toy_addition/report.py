@@ -2,7 +2,7 @@
 
 Training curves come from the trainer's logged history (TRL ``log_history`` entries with
 ``pairrl/solution_pass_rate`` and ``judge/balanced_accuracy``, measured on each step's own
-training batch); the held-out points come from ``train.demo.evaluate`` for the warm start
+training batch); the held-out points come from ``pairrl.recipes.toy_addition.evaluate`` for the warm start
 and the final model.
 """
 

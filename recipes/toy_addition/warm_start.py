@@ -1,6 +1,6 @@
 """The demo's supervised warm start (TRL's ``SFTTrainer``) on generated conversations.
 
-It teaches three formats on training problems only (see ``train.demo.prompts``): solutions
+It teaches three formats on training problems only (see ``pairrl.recipes.toy_addition.prompts``): solutions
 (the column-by-column worked sum in ``<think>``, then a fenced ``f()`` returning it),
 pairwise judgements and pointwise judgements (the same worked sum, digit-by-digit checks
 of each candidate against it, then 9 for a match and 1 otherwise). Judge candidates are
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from train.demo.prompts import (
+from pairrl.recipes.toy_addition.prompts import (
     generation_messages,
     pairwise_judgement_text,
     pairwise_messages,
@@ -31,7 +31,7 @@ from train.demo.prompts import (
     pointwise_messages,
     solution_completion,
 )
-from train.demo.tasks import (
+from pairrl.recipes.toy_addition.tasks import (
     AdditionProblem,
     distractor_answers,
     dropped_carry_sum,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from rewards.tasks import AssertTests, Task
+from pairrl.rewards.tasks import AssertTests, Task
 
 __all__ = [
     "AdditionProblem",
@@ -61,7 +61,7 @@ class AdditionProblem:
         return f"Write f() returning {self.a} + {self.b}."
 
     def to_task(self) -> Task:
-        """The problem as a code task checked by execution (``rewards.Executor``)."""
+        """The problem as a code task checked by execution (``pairrl.rewards.Executor``)."""
         return Task(
             task_id=self.task_id,
             prompt=self.prompt,

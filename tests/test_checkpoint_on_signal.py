@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from train.slurm_signals import CheckpointOnSignal
+from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
 
 
 class TinyRegression(nn.Module):

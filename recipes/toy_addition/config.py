@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rollout.config import PairrlModel
+from pairrl.config import PairrlModel
 
 __all__ = ["DemoConfig", "DemoModelConfig"]
 

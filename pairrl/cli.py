@@ -35,7 +35,7 @@ def tiny_model(
     seed: int = typer.Option(0, help="Seed for the tokenizer corpus and the weights."),
 ) -> None:
     """Build the tiny local tokenizer and Qwen3-style model (no downloads, ~260k parameters)."""
-    from rollout.tiny_model import build_tiny_model, load_tiny_model
+    from pairrl.tiny_model import build_tiny_model, load_tiny_model
 
     path = build_tiny_model(out_dir, seed=seed)
     model, tokenizer = load_tiny_model(path)
@@ -48,7 +48,7 @@ def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
 ) -> None:
     """Check what this machine offers pairrl and what each missing piece disables."""
-    from rollout.doctor import run_checks
+    from pairrl.doctor import run_checks
 
     checks = run_checks()
     if as_json:
@@ -78,7 +78,7 @@ def sample(
     """Sample from a model with its chat template (builds the tiny model if needed)."""
     import torch
 
-    from rollout.tiny_model import build_tiny_model, load_tiny_model
+    from pairrl.tiny_model import build_tiny_model, load_tiny_model
 
     if not (model_dir / "config.json").is_file():
         typer.echo(f"building the tiny model in {model_dir} ...")

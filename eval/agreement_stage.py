@@ -13,17 +13,17 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from eval.agreement import (
+from pairrl.eval.agreement import (
     CallInput,
     choose_by_agreement,
     encode_output,
     extract_call_inputs,
 )
-from eval.cache import StageCache, content_key
-from eval.candidates import Candidate
-from eval.labels import task_fingerprint
-from eval.problems import problem_text
-from eval.selection import Selection
+from pairrl.eval.cache import StageCache, content_key
+from pairrl.eval.candidates import Candidate
+from pairrl.eval.labels import task_fingerprint
+from pairrl.eval.problems import problem_text
+from pairrl.eval.selectors import Selection
 
 __all__ = ["agreement_inputs", "select_by_agreement"]
 

@@ -16,14 +16,14 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from rewards.results import CallOutput, ExecResult
-from rewards.session import (
+from pairrl.rewards.results import CallOutput, ExecResult
+from pairrl.rewards.session import (
     CandidateAborted,
     CandidateSession,
     InfrastructureError,
     describe_death,
 )
-from rewards.tasks import AssertTests, IOTests, Task
+from pairrl.rewards.tasks import AssertTests, IOTests, Task
 
 
 class RemoteFunction:

@@ -1,6 +1,6 @@
 """Which solutions the verification slots judge (pure, deterministic under a seed).
 
-Pairs (PairRL) come from ``rollout.pairs.build_training_pairs``: correct-incorrect and
+Pairs (PairRL) come from ``pairrl.rollout.pairs.build_training_pairs``: correct-incorrect and
 correct-correct only, A/B order randomised. PointRL judges single solutions; to keep its
 signal comparable, the slots alternate correct and incorrect solutions when the group has
 both (so a constant rating cannot earn the reward on every slot), and otherwise cycle

@@ -87,8 +87,8 @@ def _command(
     *,
     submit: bool,
 ) -> None:
-    from rollout.config import ConfigError
-    from train.slurm_render import (
+    from pairrl.config import ConfigError
+    from pairrl.slurm.render import (
         EvalJobSpec,
         RenderedJob,
         TrainJobSpec,
@@ -173,7 +173,7 @@ def _command(
 
 def _venv(option: str | None) -> str | None:
     """--venv: unset -> the running interpreter's venv; 'none' -> no activation; else a path."""
-    from train.slurm_render import current_venv
+    from pairrl.slurm.render import current_venv
 
     if option is None:
         return current_venv()

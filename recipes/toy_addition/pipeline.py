@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from train.demo.config import DemoConfig
-from train.demo.tasks import AdditionProblem, split_problems
+from pairrl.recipes.toy_addition.config import DemoConfig
+from pairrl.recipes.toy_addition.tasks import AdditionProblem, split_problems
 
 __all__ = ["DemoPrepared", "demo_config", "evaluate_demo", "finish_demo", "prepare_demo"]
 
@@ -37,7 +37,7 @@ class DemoPrepared:
     """What the trainer needs from the demo before training."""
 
     tasks: list[Any]  # rewards.Task, training split only
-    prompt_kit: Any  # train.rollout.PromptKit
+    prompt_kit: Any  # pairrl.train.rollout_func.PromptKit
     policy_path: str
     warm_start_report: dict[str, Any] | None
     heldout: list[AdditionProblem]
@@ -47,9 +47,9 @@ def prepare_demo(
     cfg: Any, run_dir: str | Path, *, demo: DemoConfig | None = None, is_main_process: bool = True
 ) -> DemoPrepared:
     """Tasks, prompt kit, model build and warm start (see module docstring)."""
-    from rollout.tiny_model import build_tiny_model
-    from train.demo.prompts import prompt_kit
-    from train.demo.warm_start import warm_start_conversations, warm_start_sft
+    from pairrl.recipes.toy_addition.prompts import prompt_kit
+    from pairrl.recipes.toy_addition.warm_start import warm_start_conversations, warm_start_sft
+    from pairrl.tiny_model import build_tiny_model
 
     demo = demo_config(cfg, demo)
     train_problems, heldout = split_problems(demo.heldout_problems, demo.split_seed)
@@ -102,9 +102,9 @@ def evaluate_demo(
     reference_pool: Any = None,
     demo: DemoConfig | None = None,
 ) -> tuple[dict[str, Any], Any]:
-    """Held-out metrics of one checkpoint (``train.demo.evaluate``)."""
-    from rollout.samplers.base import SamplingParams
-    from train.demo.evaluate import evaluate_checkpoint
+    """Held-out metrics of one checkpoint (``pairrl.recipes.toy_addition.evaluate``)."""
+    from pairrl.recipes.toy_addition.evaluate import evaluate_checkpoint
+    from pairrl.rollout.samplers.base import SamplingParams
 
     demo = demo_config(cfg, demo)
     _, heldout = split_problems(demo.heldout_problems, demo.split_seed)
@@ -176,8 +176,13 @@ def finish_demo(
     demo: DemoConfig | None = None,
 ) -> dict[str, Any]:
     """Evaluate warm start and final model, write summary.json and demo.png; return the summary."""
-    from rewards.executor import Executor
-    from train.demo.report import curves_from_log_history, goal_checks, plot_demo, write_summary
+    from pairrl.recipes.toy_addition.report import (
+        curves_from_log_history,
+        goal_checks,
+        plot_demo,
+        write_summary,
+    )
+    from pairrl.rewards.executor import Executor
 
     demo = demo_config(cfg, demo)
     run_dir = Path(run_dir)
@@ -195,7 +200,7 @@ def finish_demo(
         "title": f"PairRL toy demo: mode {cfg.rollout.mode}, seed {cfg.seed}",
         "mode": cfg.rollout.mode,
         "seed": cfg.seed,
-        "task": "toy_addition: two-digit a + b with a three-digit sum, as code run by rewards.Executor",
+        "task": "toy_addition: two-digit a + b with a three-digit sum, as code run by pairrl.rewards.Executor",
         "heldout": {
             "problems": warm["num_problems"],
             "k": demo.eval_k,

@@ -1,6 +1,6 @@
 """Checkpoint and stop when Slurm says the job must end (SIGTERM; SIGUSR1 optionally).
 
-The rendered sbatch script (train.slurm_render) sends SIGTERM to every trainer process a
+The rendered sbatch script (pairrl.slurm.render) sends SIGTERM to every trainer process a
 few minutes before the time limit, and Slurm sends SIGTERM on preemption or `scancel`.
 `CheckpointOnSignal` turns that into "finish the current optimiser step, save a
 checkpoint, stop", so the requeued job resumes with `--resume` and loses nothing.

@@ -1,6 +1,6 @@
 """The demo's prompts and the exact completions its warm start teaches.
 
-Compact prompts, not ``rollout.prompts``' paper wording: the tiny model reads every prompt
+Compact prompts, not ``pairrl.rollout.prompts``' paper wording: the tiny model reads every prompt
 token on two CPU cores, and the paper's reviewer instructions (about 250 tokens) would
 multiply the judge's cost by ten while carrying nothing a 0.3M-parameter model can use.
 The *output* formats are the product's: a fenced python block for solutions and
@@ -43,8 +43,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rewards.tasks import Task
-from train.demo.tasks import AdditionProblem, dropped_carry_sum, solution_text
+from pairrl.recipes.toy_addition.tasks import AdditionProblem, dropped_carry_sum, solution_text
+from pairrl.rewards.tasks import Task
 
 __all__ = [
     "CORRECT_RATING",
@@ -189,10 +189,10 @@ def pointwise_judgement_text(
 
 
 def prompt_kit() -> object:
-    """The demo's prompt builders as the trainer's ``train.rollout.PromptKit``."""
-    from rollout.pairs import build_training_pairs
-    from rollout.prompts import solution_for_judge
-    from train.rollout import PromptKit
+    """The demo's prompt builders as the trainer's ``pairrl.train.rollout_func.PromptKit``."""
+    from pairrl.rollout.pairs import build_training_pairs
+    from pairrl.rollout.prompts import solution_for_judge
+    from pairrl.train.rollout_func import PromptKit
 
     return PromptKit(
         generation=generation_messages,

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rollout.config import ConfigError, apply_overrides, load_yaml
-from train.slurm_specs import EvalJobSpec, SlurmResources, TrainJobSpec
-from train.slurm_templates import EVAL_MERGE, EVAL_SHARDS, TRAIN_BATCH, TRAIN_NODE, fill
+from pairrl.config import ConfigError, apply_overrides, load_yaml
+from pairrl.slurm.specs import EvalJobSpec, SlurmResources, TrainJobSpec
+from pairrl.slurm.templates import EVAL_MERGE, EVAL_SHARDS, TRAIN_BATCH, TRAIN_NODE, fill
 
 __all__ = [
     "EVAL_OUT_DEFAULT",
@@ -50,7 +50,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TrainConfigKeys:
-    """Keys of the training config (train.config.TrainConfig) the Slurm scripts read or set.
+    """Keys of the training config (pairrl.train.config.TrainConfig) the Slurm scripts read or set.
 
     Read as plain YAML: the renderer never imports the trainer's schema, so these names and
     the defaults beside them must follow train/config.py (tests/test_slurm_render.py checks
@@ -70,7 +70,7 @@ class TrainConfigKeys:
 
 
 TRAIN_KEYS = TrainConfigKeys()
-# The evaluation config's (eval.config.EvalConfig) output folder and gate strictness.
+# The evaluation config's (pairrl.eval.config.EvalConfig) output folder and gate strictness.
 EVAL_OUT_KEY, EVAL_OUT_DEFAULT, EVAL_STRICT_KEY = "out_dir", "runs/eval", "gate.strict"
 
 

@@ -28,9 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 MODES = {
-    "grpo": ["rollout.mode=grpo", "rollout.num_solutions=8", "rollout.num_judgements=0"],
-    "pointrl": ["rollout.mode=pointrl", "rollout.num_solutions=4", "rollout.num_judgements=4"],
-    "pairrl": ["rollout.mode=pairrl", "rollout.num_solutions=4", "rollout.num_judgements=4"],
+    "grpo": ["rollout.mode=grpo"],
+    "pointrl": ["rollout.mode=pointrl"],
+    "pairrl": ["rollout.mode=pairrl"],
 }
 COLUMNS = ("solution_pass_rate", "judge_balanced_accuracy", "random", "swiss", "majority", "oracle")
 

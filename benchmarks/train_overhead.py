@@ -72,7 +72,7 @@ def pairrl_steps(
         "logging.completions_table=false",
     ]
     if mode == "grpo":
-        overrides += ["rollout.mode=grpo", "rollout.num_solutions=8", "rollout.num_judgements=0"]
+        overrides += ["rollout.mode=grpo"]
     cfg = load_config(repo / "configs" / "tiny_cpu.yaml", TrainConfig, overrides)
     plan = resolve_plan(cfg, num_processes=1, out=str(out))
     summary = run_training(cfg, plan)
@@ -102,7 +102,7 @@ def matched_dataset(
     from datasets import Dataset
 
     from pairrl.rewards.results import ExecJob
-    from pairrl.train.prompting import default_prompt_kit
+    from pairrl.train.prompt_kit import default_prompt_kit
     from pairrl.train.tiny_tasks import ANSWER_POOL, answer_text, tiny_code_tasks
 
     kit = default_prompt_kit()
@@ -156,7 +156,7 @@ def grpo_steps(
     from pairrl.rewards.executor import Executor
     from pairrl.rewards.results import ExecJob
     from pairrl.train.data import build_dataset
-    from pairrl.train.prompting import default_prompt_kit
+    from pairrl.train.prompt_kit import default_prompt_kit
     from pairrl.train.tiny_tasks import tiny_code_tasks
 
     executor = Executor(workers=2, timeout_s=5.0)

@@ -17,10 +17,10 @@ from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.judge_cache import CachedJudge, Verdict
-from pairrl.eval.judge_quality import pairwise_quality, pointwise_quality
-from pairrl.eval.pipeline import EvalRun, Issue
 from pairrl.eval.problems import problem_text
+from pairrl.eval.run_state import EvalRun, Issue
 from pairrl.eval.selectors import Cost, Selection
+from pairrl.rollout.judge_quality import pairwise_quality, pointwise_quality
 
 __all__ = ["TOURNAMENT_SELECTORS", "JudgeOutcome", "judge_solution", "run_judge_selectors"]
 

@@ -1,4 +1,7 @@
-"""Pure metric functions: pass@k, gap closed, bootstrap intervals, judge quality.
+"""Pure metric functions of the benchmark: pass@k, gap closed, bootstrap intervals.
+
+Judge quality (balanced accuracy, AUROC, yes-rate, swap consistency) has its one home in
+``pairrl.rollout.judge_quality``, shared with training metrics.
 
 Every function takes plain numbers or arrays and returns plain numbers; the tests check
 them against hand-worked values.
@@ -11,14 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = [
-    "auroc",
-    "balanced_accuracy",
-    "bootstrap_ci",
-    "gap_closed",
-    "pass_at_k",
-    "swap_consistency",
-]
+__all__ = ["bootstrap_ci", "gap_closed", "pass_at_k"]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -76,42 +72,3 @@ def bootstrap_ci(
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(np.asarray(reps), [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
-
-
-def balanced_accuracy(predicted: Sequence[bool], actual: Sequence[bool]) -> float | None:
-    """(TPR + TNR) / 2; None when either class is absent from `actual`."""
-    pred = np.asarray(predicted, dtype=bool)
-    act = np.asarray(actual, dtype=bool)
-    if act.all() or not act.any():
-        return None
-    tpr = float((pred & act).sum() / act.sum())
-    tnr = float((~pred & ~act).sum() / (~act).sum())
-    return (tpr + tnr) / 2.0
-
-
-def auroc(scores: Sequence[float], actual: Sequence[bool]) -> float | None:
-    """Area under the ROC curve as the Mann-Whitney probability that a random positive
-    outscores a random negative (ties count 1/2); None when a class is absent."""
-    s = np.asarray(scores, dtype=float)
-    act = np.asarray(actual, dtype=bool)
-    pos, neg = s[act], s[~act]
-    if len(pos) == 0 or len(neg) == 0:
-        return None
-    greater = (pos[:, None] > neg[None, :]).sum()
-    ties = (pos[:, None] == neg[None, :]).sum()
-    return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
-
-
-def swap_consistency(forward: Sequence[int], swapped: Sequence[int]) -> float | None:
-    """Fraction of pairs whose preference survives swapping A and B.
-
-    Preferences are signs: +1 prefers the first-named candidate, -1 the second, 0 tie.
-    `forward[i]` is judged as (x, y); `swapped[i]` as (y, x) and already mapped back to
-    the (x, y) frame by the caller, so a consistent judge has forward == swapped.
-    """
-    if len(forward) != len(swapped):
-        raise ValueError("forward and swapped must have equal length")
-    if not forward:
-        return None
-    same = sum(1 for f, s in zip(forward, swapped, strict=True) if f == s)
-    return same / len(forward)

@@ -15,54 +15,21 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pairrl.eval.aggregate import summarise
 from pairrl.eval.agreement_stage import select_by_agreement
 from pairrl.eval.cache import StageCache
-from pairrl.eval.candidates import Candidate, group_by_task
+from pairrl.eval.candidates import group_by_task
 from pairrl.eval.config import JUDGE_SELECTORS, EvalConfig
+from pairrl.eval.judge_selectors import run_judge_selectors
 from pairrl.eval.labels import INFRA_FAILURES, label_candidates
-from pairrl.eval.selectors import Selection, select_first, select_oracle, select_random
+from pairrl.eval.run_state import EvalRun, Issue, Mode
+from pairrl.eval.selectors import select_first, select_oracle, select_random
+from pairrl.eval.sources import load_candidates_and_tasks
 
 __all__ = ["EvalRun", "Issue", "run_pipeline"]
-
-Mode = Literal["compute", "replay"]
-
-
-@dataclass(frozen=True)
-class Issue:
-    """An entry the run needs that is absent or failed, with the reason."""
-
-    stage: str
-    task_id: str
-    item: str
-    kind: Literal["missing", "failed"]
-    reason: str
-
-
-@dataclass
-class EvalRun:
-    """Everything a run produced (or a replay re-derived)."""
-
-    config: EvalConfig
-    mode: Mode
-    task_ids: list[str]
-    candidates: dict[str, list[Candidate]]
-    labels: dict[str, list[dict[str, Any] | None]]
-    selections: dict[str, dict[str, Selection]]
-    judge_records: list[dict[str, Any]] = field(default_factory=list)
-    judge_quality: dict[str, Any] = field(default_factory=dict)
-    issues: list[Issue] = field(default_factory=list)
-    expected: dict[str, int] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
-    wall_s: dict[str, float] = field(default_factory=dict)
-
-    def bool_labels(self) -> dict[str, list[bool]]:
-        """Labels as booleans (a missing label counts as not passed; the gate flags it)."""
-        return {t: [bool(x and x["passed"]) for x in v] for t, v in self.labels.items()}
 
 
 Reporter = Callable[[str, int], Callable[[int], None]]
@@ -76,8 +43,6 @@ def run_pipeline(
     cfg: EvalConfig, mode: Mode = "compute", progress: Reporter | None = None
 ) -> EvalRun:
     """Run (or replay) the benchmark described by `cfg`. See the module docstring."""
-    from pairrl.eval.sources import load_candidates_and_tasks
-
     progress = progress or _no_progress
     out_dir = Path(cfg.out_dir)
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else out_dir / "cache"
@@ -132,8 +97,6 @@ def run_pipeline(
 
     judge_names = [s for s in cfg.selectors if s in JUDGE_SELECTORS]
     if judge_names:
-        from pairrl.eval.judge_selectors import run_judge_selectors
-
         t0 = time.perf_counter()
         outcome = run_judge_selectors(cfg, judge_names, tasks, run, cache_dir, mode, progress)
         run.selections.update(outcome.selections)

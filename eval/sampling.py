@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.problems import problem_text
-
-if TYPE_CHECKING:
-    from pairrl.eval.pipeline import Issue
+from pairrl.eval.run_state import Issue
 
 __all__ = ["sample_candidates"]
 
@@ -33,7 +31,6 @@ def sample_candidates(
 ) -> tuple[list[Candidate], list[Issue]]:
     """k candidates per task (in task order) and the issues found."""
     from pairrl.eval.models import make_sampler, model_identity
-    from pairrl.eval.pipeline import Issue
     from pairrl.rewards import extract_code
     from pairrl.rollout.prompts import generation_messages
     from pairrl.rollout.samplers import SamplingParams

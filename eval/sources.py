@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.pools import load_pool
+from pairrl.eval.run_state import Issue
 from pairrl.eval.tasks import load_task_set, select_tasks
-
-if TYPE_CHECKING:
-    from pairrl.eval.pipeline import Issue
 
 __all__ = ["load_candidates_and_tasks"]
 

@@ -22,6 +22,7 @@ __all__ = [
     "PairrlModel",
     "apply_overrides",
     "describe_allowed",
+    "format_validation_errors",
     "load_config",
     "load_yaml",
     "parse_config",
@@ -92,7 +93,18 @@ def parse_config(data: dict[str, Any], model_cls: type[ModelT], source: str = "<
     try:
         return model_cls.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(source, [_format_error(e, model_cls) for e in err.errors()]) from None
+        raise ConfigError(source, format_validation_errors(err, model_cls)) from None
+
+
+def format_validation_errors(
+    err: ValidationError, model_cls: type[BaseModel], prefix: str = ""
+) -> list[str]:
+    """One readable line per pydantic error (field, bad value, what is allowed).
+
+    ``prefix`` names where ``model_cls`` sits in a larger file (``recipe.options``).
+    """
+    lines = [_format_error(e, model_cls) for e in err.errors()]
+    return [f"{prefix}.{line}" if prefix else line for line in lines]
 
 
 def load_config(

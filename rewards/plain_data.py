@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pairrl.rewards import sandbox_worker
-from pairrl.rewards.sandbox_worker import decode, encode
+from pairrl.rewards import sandbox_codec
+from pairrl.rewards.sandbox_codec import decode, encode
 
 
 class OpaqueValue:
@@ -32,6 +32,6 @@ class OpaqueValue:
         return f"<opaque {self.type_name} truthy={self.truthy}>"
 
 
-sandbox_worker.OPAQUE = OpaqueValue
+sandbox_codec.OPAQUE = OpaqueValue
 
 __all__ = ["OpaqueValue", "decode", "encode"]

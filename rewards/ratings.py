@@ -91,10 +91,18 @@ def parse_rating(text: str) -> int | RatingFailure:
     return _parse_tag(_answer_part(text), "rating")
 
 
-def normalise_rating(r: int, normalisation: str = "minus_one_over_nine") -> float:
-    """Map a rating in 1..10 to [0, 1]: ``(r-1)/9`` (the paper's) or ``r/10``."""
-    if isinstance(r, bool) or not isinstance(r, int) or not RATING_MIN <= r <= RATING_MAX:
-        raise ValueError(f"rating must be an int in {RATING_MIN}..{RATING_MAX}, got {r!r}")
+def normalise_rating(r: float, normalisation: str = "minus_one_over_nine") -> float:
+    """Map a rating in [1, 10] to [0, 1]: ``(r-1)/9`` (the paper's) or ``r/10``.
+
+    Ratings are real numbers: an expected rating read from log-probabilities (7.51) keeps
+    its fraction; a parsed rating is an integer, the special case.
+    """
+    if (
+        isinstance(r, bool)
+        or not isinstance(r, int | float)
+        or not RATING_MIN <= r <= RATING_MAX  # also refuses NaN
+    ):
+        raise ValueError(f"rating must be a number in [{RATING_MIN}, {RATING_MAX}], got {r!r}")
     if normalisation == "minus_one_over_nine":
         return (r - 1) / 9
     if normalisation == "over_ten":
@@ -103,7 +111,7 @@ def normalise_rating(r: int, normalisation: str = "minus_one_over_nine") -> floa
 
 
 def verification_reward(
-    ratings: Sequence[int] | RatingFailure,
+    ratings: Sequence[float] | RatingFailure,
     labels: Sequence[bool | int],
     threshold: float = 0.2,
     normalisation: str = "minus_one_over_nine",

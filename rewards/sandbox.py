@@ -28,7 +28,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 Isolation = Literal["bwrap", "process"]
-WORKER_SOURCE = (Path(__file__).parent / "sandbox_worker.py").read_text()
+INLINED_MARK = "# sandbox: inlined"
+
+
+def worker_source() -> str:
+    """The worker's source as the sandbox runs it: the codec's, then the worker's without
+    its import of the codec (the marked ``from ... import (...)`` block): the sandbox sees
+    no package to import it from."""
+    here = Path(__file__).parent
+    kept: list[str] = []
+    skipping = False
+    for line in (here / "sandbox_worker.py").read_text().splitlines():
+        if line.rstrip().endswith(INLINED_MARK):
+            skipping = True
+        if not skipping:
+            kept.append(line)
+        elif line.strip() == ")":
+            skipping = False
+    return (here / "sandbox_codec.py").read_text() + "\n\n" + "\n".join(kept) + "\n"
+
+
+WORKER_SOURCE = worker_source()
 # Host uids for sandbox workers when we run as root: a fresh one per worker, so that
 # RLIMIT_NPROC (counted per uid) of one candidate's fork storm never starves another
 # worker, in this executor or in another process's. Drawn from a range no account uses.

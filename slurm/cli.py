@@ -223,5 +223,5 @@ slurm_app.command("submit")(submit_cmd)
 
 
 def register(app: typer.Typer) -> None:
-    """Add `pairrl slurm ...` to the root CLI (entry point `slurm=train.slurm_cli:register`)."""
+    """Add `pairrl slurm ...` to the root CLI (entry point `pairrl.commands: slurm`)."""
     app.add_typer(slurm_app, name="slurm")

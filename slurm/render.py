@@ -15,8 +15,9 @@ Training (`render_train`), N nodes:
 Evaluation (`render_eval`): an array job over shards (`pairrl eval CONFIG --shard i/n`)
 and a merge job that starts after every shard succeeded (`--dependency=afterok`).
 
-The run config is read as plain YAML (train and eval never import each other); the keys
-read and overridden are named once, in `TrainConfigKeys` and `EVAL_*` below.
+The run config is parsed with its typed schema (`TrainConfig` or `EvalConfig`), so a bad
+file fails here, before anything is submitted; the few fields the scripts override are
+named once below and checked against the schema when this module loads.
 """
 
 from __future__ import annotations
@@ -27,20 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pairrl.config import ConfigError, apply_overrides, load_yaml
+from pairrl.config import ConfigError, load_config, load_yaml
+from pairrl.eval.config import EvalConfig
 from pairrl.slurm.specs import EvalJobSpec, SlurmResources, TrainJobSpec
 from pairrl.slurm.templates import EVAL_MERGE, EVAL_SHARDS, TRAIN_BATCH, TRAIN_NODE, fill
+from pairrl.train.config import TrainConfig
+from pairrl.train.plan import run_dir as train_run_dir
 
 __all__ = [
-    "EVAL_OUT_DEFAULT",
-    "EVAL_OUT_KEY",
-    "EVAL_STRICT_KEY",
-    "TRAIN_KEYS",
     "EvalJobSpec",
     "RenderedJob",
     "SlurmResources",
     "SubmitStep",
-    "TrainConfigKeys",
     "TrainJobSpec",
     "config_kind",
     "render_eval",
@@ -48,30 +47,22 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class TrainConfigKeys:
-    """Keys of the training config (pairrl.train.config.TrainConfig) the Slurm scripts read or set.
-
-    Read as plain YAML: the renderer never imports the trainer's schema, so these names and
-    the defaults beside them must follow train/config.py (tests/test_slurm_render.py checks
-    them against it).
-    """
-
-    model: str = "model.path"
-    engine_kind: str = "engine.kind"
-    server_kind: str = "vllm_server"
-    server_base_url: str = "engine.server_base_url"
-    server_host: str = "engine.server_host"
-    server_port: str = "engine.server_port"
-    output_dir: str = "checkpoint.output_dir"
-    output_dir_default: str = "runs"
-    run_name: str = "logging.run_name"
-    run_name_default: str = "pairrl"
+def _train_field(*parts: str) -> str:
+    """The dotted name of a TrainConfig field, checked against the schema at import time."""
+    model: Any = TrainConfig
+    for part in parts:
+        if not (isinstance(model, type) and part in model.model_fields):
+            raise AttributeError(f"TrainConfig has no field {'.'.join(parts)!r}")
+        model = model.model_fields[part].annotation
+    return ".".join(parts)
 
 
-TRAIN_KEYS = TrainConfigKeys()
-# The evaluation config's (pairrl.eval.config.EvalConfig) output folder and gate strictness.
-EVAL_OUT_KEY, EVAL_OUT_DEFAULT, EVAL_STRICT_KEY = "out_dir", "runs/eval", "gate.strict"
+# The overrides the rendered scripts pass to `pairrl train` in server mode.
+ENGINE_KIND = _train_field("engine", "kind")
+SERVER_BASE_URL = _train_field("engine", "server_base_url")
+SERVER_HOST = _train_field("engine", "server_host")
+SERVER_PORT = _train_field("engine", "server_port")
+SERVER_KIND = "vllm_server"
 
 
 @dataclass(frozen=True)
@@ -119,17 +110,7 @@ def config_kind(path: str | Path) -> str:
     return str(kind)
 
 
-def read_config_value(config: dict[str, Any], dotted: str) -> Any:
-    """`a.b.c` from nested dicts, or None where any part is missing."""
-    node: Any = config
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def render_train(spec: TrainJobSpec, keys: TrainConfigKeys = TRAIN_KEYS) -> RenderedJob:
+def render_train(spec: TrainJobSpec) -> RenderedJob:
     """Render the training batch script and its per-node launcher.
 
     Raises ConfigError when the config and the node count do not fit together (server mode
@@ -138,20 +119,16 @@ def render_train(spec: TrainJobSpec, keys: TrainConfigKeys = TRAIN_KEYS) -> Rend
     """
     if config_kind(spec.config) != "train":
         raise ConfigError(spec.config, ["kind: a training job needs a config with kind: train"])
-    config = apply_overrides(load_yaml(spec.config), spec.overrides)
+    cfg = load_config(spec.config, TrainConfig, spec.overrides)  # a bad file fails here
     server_mode = spec.nodes >= 2
     train_nodes = spec.nodes - 1 if server_mode else 1
     per_node = spec.processes_per_node or max(spec.gpus_per_node, 1)
-    vllm_model = spec.vllm_model or read_config_value(config, keys.model)
-    run_folder = Path(spec.workdir, spec.train_out or _default_run_folder(config, keys))
+    vllm_model = spec.vllm_model or cfg.model.path
+    run_folder = Path(spec.workdir, spec.train_out or str(train_run_dir(cfg)))
     trainer_args = ["train", spec.config, *_set_args(spec.overrides), "--out", str(run_folder)]
     notes = [f"trainer run folder: {run_folder} (a requeued job resumes from its last checkpoint)"]
     if server_mode:
         problems = []
-        if not vllm_model:
-            problems.append(
-                f"{keys.model}: the vLLM server node needs a model; set it or pass --vllm-model"
-            )
         if spec.gpus_per_node and spec.vllm_tensor_parallel_size > spec.gpus_per_node:
             problems.append(
                 f"--vllm-tp {spec.vllm_tensor_parallel_size} exceeds --gpus-per-node {spec.gpus_per_node}"
@@ -162,22 +139,18 @@ def render_train(spec: TrainJobSpec, keys: TrainConfigKeys = TRAIN_KEYS) -> Rend
             )
         if problems:
             raise ConfigError(spec.config, problems)
-        trainer_args += _set_args(
-            [f"{keys.engine_kind}={keys.server_kind}", f"{keys.server_base_url}=null"]
-        )
+        trainer_args += _set_args([f"{ENGINE_KIND}={SERVER_KIND}", f"{SERVER_BASE_URL}=null"])
         notes.insert(
             0,
             f"nodes 1..{train_nodes} train ({train_nodes * per_node} processes); node {spec.nodes} serves vLLM",
         )
-    elif read_config_value(config, keys.engine_kind) == keys.server_kind:
+    elif cfg.engine.kind == SERVER_KIND:
         raise ConfigError(
             spec.config,
-            [
-                f"{keys.engine_kind} = {keys.server_kind!r} needs --nodes >= 2 (the last node runs the server)"
-            ],
+            [f"{ENGINE_KIND} = {SERVER_KIND!r} needs --nodes >= 2 (the last node runs the server)"],
         )
 
-    server_set = f' --set {keys.server_host}="$VLLM_HOST" --set {keys.server_port}="$VLLM_PORT"'
+    server_set = f' --set {SERVER_HOST}="$VLLM_HOST" --set {SERVER_PORT}="$VLLM_PORT"'
     node_script = fill(
         TRAIN_NODE,
         LAUNCHER=_launcher(spec, train_nodes, per_node),
@@ -238,16 +211,11 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
     """
     if config_kind(spec.config) != "eval":  # fails here, before submission, on a bad file
         raise ConfigError(spec.config, ["kind: an evaluation job needs a config with kind: eval"])
-    config = load_yaml(spec.config)
-    out_dir = str(
-        Path(
-            spec.workdir,
-            spec.out_dir or read_config_value(config, EVAL_OUT_KEY) or EVAL_OUT_DEFAULT,
-        )
-    )
+    cfg = load_config(spec.config, EvalConfig)  # a bad file fails here, before submission
+    out_dir = str(Path(spec.workdir, spec.out_dir or cfg.out_dir))
     throttle = f"%{spec.max_parallel}" if spec.max_parallel else ""
     shard_args = ["eval", spec.config, "--out", out_dir, *spec.extra_args]
-    strict = read_config_value(config, EVAL_STRICT_KEY) is True or "--strict" in spec.extra_args
+    strict = cfg.gate.strict or "--strict" in spec.extra_args
     merge_args = ["eval", "merge", out_dir, *(["--strict"] if strict else [])]
     shards = fill(
         EVAL_SHARDS,
@@ -278,13 +246,6 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
         notes=[
             f"{spec.shards} shards write into {out_dir}/shards; the merge (into {out_dir}) runs when all succeeded"
         ],
-    )
-
-
-def _default_run_folder(config: dict[str, Any], keys: TrainConfigKeys) -> str:
-    parent = read_config_value(config, keys.output_dir) or keys.output_dir_default
-    return str(
-        Path(str(parent), str(read_config_value(config, keys.run_name) or keys.run_name_default))
     )
 
 

@@ -37,7 +37,11 @@ def test_run_config_parses(path: Path) -> None:
     )
     kind = (yaml.safe_load(text) or {}).get("kind")
     assert kind in SCHEMAS, f"{path.name}: top-level `kind` must be one of {sorted(SCHEMAS)}"
-    load_config(path, _schema(kind))
+    cfg = load_config(path, _schema(kind))
+    if kind == "train":
+        from pairrl.train.recipe import resolve_recipe
+
+        resolve_recipe(cfg.recipe)  # a recipe's options are checked by its own schema
 
 
 @pytest.mark.parametrize("path", ACCELERATE_CONFIGS, ids=lambda p: p.name)

@@ -18,13 +18,13 @@ CONFIG = REPO / "configs" / "toy_cpu.yaml"
 # A few seconds of everything: a very small model, 3 SFT steps, 2 RL steps, 4 held-out
 # problems with k = 4.
 SHORT = [
-    "demo.model.hidden_size=32",
-    "demo.model.num_layers=1",
-    "demo.model.intermediate_size=64",
-    "demo.warm_start_examples=96",
-    "demo.eval_problems=4",
-    "demo.eval_k=4",
-    "demo.eval_batch_size=64",
+    "model.tiny.hidden_size=32",
+    "model.tiny.num_layers=1",
+    "model.tiny.intermediate_size=64",
+    "recipe.options.warm_start_examples=96",
+    "recipe.options.eval_problems=4",
+    "recipe.options.eval_k=4",
+    "recipe.options.eval_batch_size=64",
     "warm_start.steps=3",
     "warm_start.batch_size=8",
     "batch.problems_per_step=2",
@@ -63,48 +63,40 @@ def _check_summary(summary: dict) -> None:
 
 
 def test_prepare_and_finish_without_rl(tmp_path: Path) -> None:
-    """The demo's own stages on a config validated by the trainer's schema (RL step skipped:
-    the final model is the warm start, so the held-out pass rates must agree exactly)."""
+    """The recipe's stages through the trainer's public interface (RL step skipped: the
+    final model is the warm start, so the held-out pass rates must agree exactly)."""
     pytest.importorskip("trl")
-    import yaml
+    from accelerate import PartialState
 
-    from pairrl.recipes.toy_addition.config import DemoConfig, DemoModelConfig
-    from pairrl.recipes.toy_addition.pipeline import finish_demo, prepare_demo
+    from pairrl.recipes.toy_addition.tasks import split_problems
+    from pairrl.train.policy import prepare_policy
+    from pairrl.train.recipe import FinishedRun, resolve_recipe
 
-    data = yaml.safe_load(CONFIG.read_text())
-    demo = DemoConfig.model_validate(data.pop("demo"))
-    demo = demo.model_copy(
-        update={
-            "model": DemoModelConfig(hidden_size=32, num_layers=1, intermediate_size=64),
-            "eval_problems": 4,
-            "eval_k": 4,
-            "warm_start_examples": 96,
-            "eval_batch_size": 64,
-        }
-    )
-    data["data"]["source"] = "tiny_code"  # validated without the demo wiring; tasks come from demo
-    cfg_path = tmp_path / "cfg.yaml"
-    cfg_path.write_text(yaml.safe_dump(data))
-    overrides = [o for o in SHORT if not o.startswith("demo.")] + [
-        f"model.path={tmp_path / 'model'}"
-    ]
-    cfg = load_config(cfg_path, TrainConfig, overrides)
+    cfg = load_config(CONFIG, TrainConfig, [*SHORT, f"model.path={tmp_path / 'model'}"])
+    loaded = resolve_recipe(cfg.recipe)
+    recipe, options = loaded.recipe, loaded.options
+    tasks = recipe.training_tasks(cfg, options)
     run_dir = tmp_path / "run"
-    prepared = prepare_demo(cfg, run_dir, demo=demo)
-    assert Path(prepared.policy_path, "config.json").is_file()
-    assert prepared.warm_start_report["steps"] == 3
-    assert {t.task_id for t in prepared.tasks}.isdisjoint(
-        p.to_task().task_id for p in prepared.heldout
-    )
-    summary = finish_demo(
+    policy = prepare_policy(
         cfg,
         run_dir,
-        warm_dir=prepared.policy_path,
-        final_dir=prepared.policy_path,
-        log_history=[],
-        timings={"warm_start": 0.0, "train": 0.0},
-        demo=demo,
+        PartialState(),
+        lambda: recipe.warm_start_conversations(cfg, options, tasks),
     )
+    assert Path(policy.path, "config.json").is_file()
+    assert policy.warm_start_report["steps"] == 3
+    _, heldout = split_problems(options.heldout_problems, options.split_seed)
+    assert {t.task_id for t in tasks}.isdisjoint(p.to_task().task_id for p in heldout)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    finished = FinishedRun(
+        run_dir=run_dir,
+        warm_start_dir=policy.warm_start_dir,
+        final_dir=policy.warm_start_dir,
+        log_history=[],
+        wall_s={"warm_start": 0.0, "train": 0.0},
+    )
+    recipe.after_training(cfg, options, finished)
+    summary = json.loads((run_dir / "summary.json").read_text())
     _check_summary(summary)
     assert summary["warm_start"]["solution_pass_rate"] == summary["final"]["solution_pass_rate"]
     on_disk = json.loads((run_dir / "summary.json").read_text())
@@ -114,7 +106,7 @@ def test_prepare_and_finish_without_rl(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_pairrl_train_runs_the_short_demo(tmp_path: Path) -> None:
-    """`pairrl train configs/toy_cpu.yaml` with the demo wired into the trainer."""
+    """`pairrl train configs/toy_cpu.yaml` with the recipe plugged into the trainer."""
     out = tmp_path / "run"
     cmd = [
         str(Path(sys.executable).with_name("pairrl")),

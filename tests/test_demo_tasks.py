@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from pairrl.recipes.toy_addition.evaluate import judge_quality
+from pairrl.recipes.toy_addition.conversations import teacher_drops_carry, warm_start_conversations
+from pairrl.recipes.toy_addition.evaluate import judge_quality, majority_pick
 from pairrl.recipes.toy_addition.prompts import (
     pairwise_judgement_text,
     pointwise_judgement_text,
     solution_completion,
 )
 from pairrl.recipes.toy_addition.report import curves_from_log_history, goal_checks
-from pairrl.recipes.toy_addition.selection import majority_pick, run_lockstep_swiss
 from pairrl.recipes.toy_addition.tasks import (
     AdditionProblem,
     all_problems,
@@ -20,9 +20,9 @@ from pairrl.recipes.toy_addition.tasks import (
     solution_text,
     split_problems,
 )
-from pairrl.recipes.toy_addition.warm_start import teacher_drops_carry, warm_start_conversations
 from pairrl.rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
 from pairrl.rewards.results import ExecJob
+from pairrl.rollout.lockstep import run_lockstep_swiss
 
 
 def test_family_is_two_digit_sums_with_three_digits() -> None:

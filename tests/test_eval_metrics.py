@@ -8,15 +8,9 @@ import numpy as np
 import pytest
 
 from pairrl.eval.aggregate import summarise
-from pairrl.eval.metrics import (
-    auroc,
-    balanced_accuracy,
-    bootstrap_ci,
-    gap_closed,
-    pass_at_k,
-    swap_consistency,
-)
+from pairrl.eval.metrics import bootstrap_ci, gap_closed, pass_at_k
 from pairrl.eval.selectors import Selection, select_first, select_oracle, select_random
+from pairrl.rollout.judge_quality import auroc, balanced_accuracy, swap_consistency
 
 
 def test_pass_at_k_hand_worked() -> None:
@@ -98,7 +92,7 @@ def test_summarise_table() -> None:
 
 
 def test_pairwise_quality_hand_worked() -> None:
-    from pairrl.eval.judge_quality import pairwise_quality, pointwise_quality
+    from pairrl.rollout.judge_quality import pairwise_quality, pointwise_quality
 
     records = [
         # mixed pair, correct A rated higher: right.

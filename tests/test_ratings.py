@@ -115,7 +115,14 @@ def test_normalise_rating_values() -> None:
     assert normalise_rating(10, "over_ten") == 1.0
 
 
-@pytest.mark.parametrize("bad", [0, 11, 5.0, True, "7"])
+def test_normalise_rating_takes_real_ratings() -> None:
+    # An expected rating keeps its fraction: (7.51 - 1) / 9 = 0.7233..., 7.51 / 10 = 0.751.
+    assert normalise_rating(7.51) == pytest.approx(6.51 / 9)
+    assert normalise_rating(7.51, "over_ten") == pytest.approx(0.751)
+    assert normalise_rating(5.0) == normalise_rating(5)
+
+
+@pytest.mark.parametrize("bad", [0, 11, 0.99, 10.01, float("nan"), True, "7"])
 def test_normalise_rating_rejects_bad_ratings(bad: object) -> None:
     with pytest.raises(ValueError, match="rating must be"):
         normalise_rating(bad)  # type: ignore[arg-type]

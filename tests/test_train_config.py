@@ -59,12 +59,12 @@ def test_dry_run_prints_plan(path: Path) -> None:
 def test_paper_recipe_values() -> None:
     cfg = load_config(CONFIGS / "qwen3_4b_deepcoder.yaml", TrainConfig)
     assert cfg.model.path.startswith("Qwen/Qwen3-4B-Instruct")
-    assert (cfg.rollout.num_solutions, cfg.rollout.num_judgements) == (4, 4)
+    assert (cfg.rollout.solutions_per_problem, cfg.rollout.judgements_per_problem) == (4, 4)
     assert (cfg.optim.lr, cfg.batch.problems_per_step, cfg.batch.max_steps) == (1e-6, 64, 150)
     assert (cfg.loss.loss_type, cfg.loss.epsilon_low, cfg.loss.epsilon_high) == ("dapo", 0.2, 0.28)
-    assert (cfg.loss.beta, cfg.loss.scale_rewards, cfg.reward.lambda_ver) == (0.0, "none", 1.0)
+    assert (cfg.loss.beta, cfg.advantage.scale, cfg.advantage.lambda_ver) == (0.0, "none", 1.0)
     assert (cfg.sampling.solution.temperature, cfg.sampling.solution.top_p) == (0.6, 0.95)
-    assert cfg.engine.kind == "vllm_colocate" and cfg.reward.judgement_baseline == "batch"
+    assert cfg.engine.kind == "vllm_colocate" and cfg.advantage.judgement_baseline == "batch"
     # On 8 processes: 8 problems (64 rows) each, 8 rows per micro-batch.
     plan = resolve_plan(cfg, num_processes=8)
     assert (plan.rows_per_process, plan.per_device_train_batch_size) == (64, 8)
@@ -75,21 +75,18 @@ def _base() -> dict:
     return {"kind": "train", "model": {"path": "m"}, "data": {"source": "tiny_code"}}
 
 
-def test_split_must_add_up() -> None:
-    data = _base() | {"rollout": {"group_size": 8, "num_solutions": 4, "num_judgements": 3}}
-    with pytest.raises(ConfigError, match=r"4 \+ 3 != 8"):
-        parse_config(data, TrainConfig)
-    grpo = _base() | {
-        "rollout": {"mode": "grpo", "group_size": 8, "num_solutions": 4, "num_judgements": 4}
-    }
-    with pytest.raises(ConfigError, match="mode 'grpo' uses all G"):
-        parse_config(grpo, TrainConfig)
-    ok = parse_config(
-        _base()
-        | {"rollout": {"mode": "grpo", "group_size": 8, "num_solutions": 8, "num_judgements": 0}},
-        TrainConfig,
-    )
-    assert ok.rollout.mode == "grpo"
+def test_split_is_derived_from_the_mode() -> None:
+    # pairrl 4 + 4 by default; a split that leaves no judgement is refused.
+    cfg = parse_config(_base(), TrainConfig)
+    assert (cfg.rollout.solutions_per_problem, cfg.rollout.judgements_per_problem) == (4, 4)
+    full = _base() | {"rollout": {"group_size": 8, "num_solutions": 8}}
+    with pytest.raises(ConfigError, match="needs at least one judgement"):
+        parse_config(full, TrainConfig)
+    # One override switches to the GRPO baseline with the same G: 8 solutions, 0 judgements.
+    grpo = load_config(CONFIGS / "tiny_cpu.yaml", TrainConfig, ["rollout.mode=grpo"])
+    assert (grpo.rollout.solutions_per_problem, grpo.rollout.judgements_per_problem) == (8, 0)
+    plan = resolve_plan(grpo, num_processes=1)
+    assert (plan.solutions_per_step, plan.judgements_per_step) == (32, 0)
 
 
 def test_bad_values_name_field_and_allowed() -> None:

@@ -16,7 +16,7 @@ import pytest
 from pairrl.config import parse_config
 from pairrl.rewards.results import ExecResult
 from pairrl.train.config import TrainConfig
-from pairrl.train.prompting import default_prompt_kit
+from pairrl.train.prompt_kit import default_prompt_kit
 from pairrl.train.rollout_func import PairRLRollout, RolloutError
 from pairrl.train.tiny_tasks import answer_text, tiny_code_tasks
 
@@ -101,7 +101,6 @@ def _rollout(mode: str, g_gen: int, g_ver: int) -> tuple[PairRLRollout, FakeToke
                 "mode": mode,
                 "group_size": g_gen + g_ver,
                 "num_solutions": g_gen,
-                "num_judgements": g_ver,
             },
         },
         TrainConfig,

@@ -43,9 +43,11 @@ def train_cmd(
     from pairrl.config import ConfigError, load_config
     from pairrl.train.config import TrainConfig
     from pairrl.train.plan import format_plan, resolve_plan
+    from pairrl.train.recipe import resolve_recipe
 
     try:
         cfg = load_config(config, TrainConfig, list(set_))
+        resolve_recipe(cfg.recipe)  # a recipe's options fail here too, before any model loads
         plan = resolve_plan(cfg, num_processes=processes if dry_run else None, out=out)
     except ConfigError as err:
         typer.echo(str(err), err=True)

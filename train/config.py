@@ -1,21 +1,23 @@
 """The training run config: one YAML file, validated before any model loads.
 
 Every field has a description and bounds; cross-field rules (the rollout split, the
-engine's settings) are checked here so that a bad file fails with a message naming the
-field and the allowed values (see ``pairrl.config``). The schema says *what* to run;
-``pairrl.train.plan`` derives the batch arithmetic and maps it onto TRL's ``GRPOConfig``.
+engine's settings, the recipe) are checked here so that a bad file fails with a message
+naming the field and the allowed values (see ``pairrl.config``). The schema says *what*
+to run; ``pairrl.train.plan`` derives the batch arithmetic and maps it onto TRL's
+``GRPOConfig``. A recipe's own options (``recipe.options``) are validated by the recipe's
+schema when the recipe is resolved (``pairrl.train.recipe``), still before any model loads.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from pairrl.config import PairrlModel
-from pairrl.recipes.toy_addition.config import DemoConfig
 
 __all__ = [
+    "AdvantageConfig",
     "BatchConfig",
     "CheckpointConfig",
     "DataConfig",
@@ -26,14 +28,24 @@ __all__ = [
     "ModelConfig",
     "OptimConfig",
     "PhaseSampling",
+    "RecipeConfig",
     "RewardConfig",
     "RolloutConfig",
     "SamplingConfig",
+    "TinyModelConfig",
     "TrainConfig",
     "WarmStartConfig",
 ]
 
 Mode = Literal["pairrl", "pointrl", "grpo"]
+
+
+class TinyModelConfig(PairrlModel):
+    """Size of the tiny Qwen3-style model ``pairrl.tiny_model`` builds (CPU runs, tests)."""
+
+    hidden_size: int = Field(default=64, ge=16, le=1024, description="model width")
+    num_layers: int = Field(default=4, ge=1, le=24, description="transformer layers")
+    intermediate_size: int = Field(default=192, ge=16, le=4096, description="MLP width")
 
 
 class ModelConfig(PairrlModel):
@@ -42,7 +54,11 @@ class ModelConfig(PairrlModel):
     path: str = Field(description="HF hub id or local folder saved with save_pretrained")
     build_tiny: bool = Field(
         default=False,
-        description="build the tiny random test model at `path` when the folder is missing",
+        description="build the tiny random model (size in `tiny`) at `path` when the folder "
+        "is missing",
+    )
+    tiny: TinyModelConfig = Field(
+        default_factory=TinyModelConfig, description="tiny model size (with build_tiny)"
     )
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="weights dtype when loading (float32 on CPU)"
@@ -62,10 +78,10 @@ class ModelConfig(PairrlModel):
 class DataConfig(PairrlModel):
     """Where the training problems come from."""
 
-    source: Literal["tiny_code", "toy_addition", "file", "hub"] = Field(
-        description="tiny_code: the built-in permissive CPU task set; toy_addition: the CPU "
-        "demo's task family (pairrl.recipes.toy_addition, settings in `demo`); file: a local task file "
-        "read by pairrl.rewards.load_tasks; hub: a datasets hub id (e.g. DeepCoder)"
+    source: Literal["tiny_code", "recipe", "file", "hub"] = Field(
+        description="tiny_code: the built-in permissive CPU task set; recipe: the tasks of "
+        "the run's `recipe`; file: a local task file read by pairrl.rewards.load_tasks; "
+        "hub: a datasets hub id (e.g. DeepCoder)"
     )
     path: str | None = Field(
         default=None, description="file path (source=file) or hub dataset id (source=hub)"
@@ -87,58 +103,81 @@ class DataConfig(PairrlModel):
 
 
 class RolloutConfig(PairrlModel):
-    """How each problem's rollout budget G is split between solving and judging."""
+    """How each problem's rollout budget G is split between solving and judging.
+
+    The split is derived in one place (``solutions_per_problem`` /
+    ``judgements_per_problem``), so ``--set rollout.mode=grpo`` alone turns a PairRL run
+    into its GRPO baseline with the same G.
+    """
 
     mode: Mode = Field(
         default="pairrl",
         description="pairrl: pairwise judgements of on-policy pairs; pointrl: pointwise "
         "judgements of single solutions; grpo: all G samples are solutions (baseline)",
     )
-    group_size: int = Field(default=8, ge=2, le=256, description="G: samples per problem")
-    num_solutions: int = Field(
-        default=4, ge=2, le=256, description="G_gen: solution samples per problem"
+    group_size: int = Field(
+        default=8, ge=2, le=256, description="G: sampled rollouts per problem (both roles)"
     )
-    num_judgements: int = Field(
-        default=4, ge=0, le=256, description="G_ver: verification samples per problem"
+    num_solutions: int = Field(
+        default=4,
+        ge=2,
+        le=255,
+        description="G_gen in pairrl/pointrl: solution samples per problem; the other "
+        "G - G_gen are judgements (paper: 4 + 4). grpo samples G solutions and ignores it",
     )
     pair_seed: int = Field(default=0, ge=0, description="seed for pair choice and A/B order")
 
+    @property
+    def solutions_per_problem(self) -> int:
+        """G_gen: G in grpo mode, ``num_solutions`` otherwise."""
+        return self.group_size if self.mode == "grpo" else self.num_solutions
+
+    @property
+    def judgements_per_problem(self) -> int:
+        """G_ver = G - G_gen (0 in grpo mode)."""
+        return self.group_size - self.solutions_per_problem
+
     @model_validator(mode="after")
-    def _split_adds_up(self) -> RolloutConfig:
-        if self.mode == "grpo":
-            if self.num_solutions != self.group_size or self.num_judgements != 0:
-                raise ValueError(
-                    f"mode 'grpo' uses all G samples for solutions: need num_solutions = "
-                    f"group_size ({self.group_size}) and num_judgements = 0, got "
-                    f"{self.num_solutions} + {self.num_judgements}"
-                )
-        else:
-            if self.num_judgements < 1:
-                raise ValueError(f"mode {self.mode!r} needs num_judgements >= 1")
-            if self.num_solutions + self.num_judgements != self.group_size:
-                raise ValueError(
-                    f"num_solutions + num_judgements must equal group_size: "
-                    f"{self.num_solutions} + {self.num_judgements} != {self.group_size}"
-                )
+    def _split_fits(self) -> RolloutConfig:
+        if self.mode != "grpo" and self.num_solutions >= self.group_size:
+            raise ValueError(
+                f"mode {self.mode!r} needs at least one judgement per problem: "
+                f"num_solutions ({self.num_solutions}) must be below group_size "
+                f"({self.group_size})"
+            )
         return self
 
 
 class RewardConfig(PairrlModel):
-    """The verification reward and how judgement advantages are formed and weighted."""
+    """The paper's thresholded verification reward."""
 
-    lambda_ver: float = Field(
-        default=1.0, ge=0.0, le=100.0, description="lambda: J = J_gen + lambda * J_ver"
-    )
     threshold: float = Field(
         default=0.2, ge=0.0, le=1.0, description="reward only when |v - y| <= threshold"
     )
     normalisation: Literal["minus_one_over_nine", "over_ten"] = Field(
         default="minus_one_over_nine", description="rating r -> v: (r-1)/9 or r/10"
     )
+
+
+class AdvantageConfig(PairrlModel):
+    """How solution and judgement advantages are formed and weighted (pairrl.train.advantages).
+
+    Solutions are centred on their problem's solutions; judgements on ``judgement_baseline``
+    and scaled by lambda: J = J_gen + lambda * J_ver.
+    """
+
+    lambda_ver: float = Field(
+        default=1.0, ge=0.0, le=100.0, description="lambda: J = J_gen + lambda * J_ver"
+    )
     judgement_baseline: Literal["batch", "problem"] = Field(
         default="batch",
         description="baseline for judgement advantages: the mean over all judgement rows of "
-        "the batch (the paper's) or over the problem's own judgement rows",
+        "the batch (this project's reading of the paper) or over the problem's own rows",
+    )
+    scale: Literal["none", "group", "batch"] = Field(
+        default="none",
+        description="divide advantages by the std of their baseline set (group) or of "
+        "all rows of their sample type (batch); none is Dr. GRPO's (the paper's)",
     )
 
 
@@ -190,11 +229,6 @@ class LossConfig(PairrlModel):
     epsilon_low: float = Field(default=0.2, gt=0.0, le=1.0, description="lower clip epsilon")
     epsilon_high: float = Field(default=0.28, gt=0.0, le=10.0, description="upper clip epsilon")
     beta: float = Field(default=0.0, ge=0.0, le=10.0, description="KL coefficient (0: no ref)")
-    scale_rewards: Literal["none", "group", "batch"] = Field(
-        default="none",
-        description="divide advantages by the std of their baseline set (group) or of "
-        "all rows of their sample type (batch); none is Dr. GRPO's",
-    )
     mask_truncated_completions: bool = Field(
         default=False, description="exclude completions cut at max_tokens from the loss"
     )
@@ -246,7 +280,8 @@ class ExecutorConfig(PairrlModel):
 
 
 class WarmStartConfig(PairrlModel):
-    """Optional supervised warm start on the task set's reference answers (tiny models)."""
+    """Optional supervised warm start (pairrl.train.warm_start) on the conversations the data
+    source or recipe provides: teaches a tiny model the output formats before RL."""
 
     steps: int = Field(default=0, ge=0, description="SFT steps before RL (0 = none)")
     lr: float = Field(default=3e-3, gt=0.0, le=1.0, description="SFT learning rate")
@@ -278,6 +313,20 @@ class CheckpointConfig(PairrlModel):
     output_dir: str = Field(default="runs", description="parent folder of the run folder")
 
 
+class RecipeConfig(PairrlModel):
+    """A recipe plugged into the run (pairrl.train.recipe): its tasks, prompts, warm-start
+    data and end-of-run hook."""
+
+    name: str = Field(
+        min_length=1,
+        description="import path of the recipe module (e.g. pairrl.recipes.toy_addition), "
+        "optionally module:attribute; modules in the working directory are found too",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="the recipe's own settings, checked by its schema"
+    )
+
+
 class TrainConfig(PairrlModel):
     """A PairRL (or PointRL / GRPO baseline) training run."""
 
@@ -286,7 +335,10 @@ class TrainConfig(PairrlModel):
     model: ModelConfig = Field(description="the policy model")
     data: DataConfig = Field(description="training problems")
     rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="budget split")
-    reward: RewardConfig = Field(default_factory=RewardConfig, description="rewards")
+    reward: RewardConfig = Field(default_factory=RewardConfig, description="verification reward")
+    advantage: AdvantageConfig = Field(
+        default_factory=AdvantageConfig, description="advantages and lambda"
+    )
     sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="decoding")
     engine: EngineConfig = Field(default_factory=EngineConfig, description="generation engine")
     loss: LossConfig = Field(default_factory=LossConfig, description="TRL loss settings")
@@ -300,8 +352,8 @@ class TrainConfig(PairrlModel):
     checkpoint: CheckpointConfig = Field(
         default_factory=CheckpointConfig, description="checkpointing"
     )
-    demo: DemoConfig | None = Field(
-        default=None, description="CPU demo settings (used with data.source toy_addition)"
+    recipe: RecipeConfig | None = Field(
+        default=None, description="the recipe that supplies tasks and prompts (data.source recipe)"
     )
 
     @model_validator(mode="after")
@@ -310,4 +362,8 @@ class TrainConfig(PairrlModel):
             raise ValueError("batch.bf16 = true needs model.dtype float32 or bfloat16")
         if self.engine.kind == "vllm_server" and self.engine.enable_sleep_mode:
             raise ValueError("engine.enable_sleep_mode applies to vllm_colocate only")
+        if (self.data.source == "recipe") != (self.recipe is not None):
+            raise ValueError(
+                "data.source 'recipe' and a `recipe` section go together: set both or neither"
+            )
         return self

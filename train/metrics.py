@@ -1,9 +1,10 @@
 """Per-step training metrics from the batch's row records (pure; gathered rows in, dict out).
 
-A judged item is one solution inside a judgement (2 per pair, 1 pointwise). The judge
-says "yes" to an item when its normalised rating v >= 0.5 (rating >= 6 on 1..10 with
-(r-1)/9), the same cut the selection benchmark uses for the pointwise yes-rate.
-Metrics whose denominator is empty are omitted rather than reported as 0.
+Judge quality follows ``pairrl.rollout.judge_quality`` (the benchmark's definition): a
+judged item is one solution inside a judgement (2 per pair, 1 pointwise), "yes" when its
+normalised rating is >= 0.5, and unparsed judgements are counted in
+``pairrl/parse_failure_rate`` rather than scored. Metrics whose denominator is empty are
+omitted rather than reported as 0.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pairrl.rewards import normalise_rating
+from pairrl.rollout.judge_quality import item_quality
 from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord
 
-__all__ = ["YES_CUT", "step_metrics"]
-
-YES_CUT = 0.5
+__all__ = ["step_metrics"]
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -64,26 +64,21 @@ def step_metrics(
 
 
 def _judge_quality(judgements: Sequence[RowRecord], normalisation: str) -> dict[str, float | None]:
-    """Balanced accuracy, yes-rate and true correct rate over parsed judged items."""
-    tp = fn = tn = fp = 0
+    """Balanced accuracy, yes-rate and true correct rate over judged items
+    (``pairrl.rollout.judge_quality``: unparsed judgements are counted, not scored)."""
+    scores: list[float | None] = []
+    labels: list[bool] = []
     for row in judgements:
-        if row.ratings is None:
-            continue
-        for rating, label in zip(row.ratings, row.labels, strict=True):
-            yes = normalise_rating(rating, normalisation) >= YES_CUT
-            if label:
-                tp += yes
-                fn += not yes
-            else:
-                tn += not yes
-                fp += yes
-    items = tp + fn + tn + fp
-    tpr, tnr = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
+        for n, label in enumerate(row.labels):
+            rating = None if row.ratings is None else row.ratings[n]
+            scores.append(None if rating is None else normalise_rating(rating, normalisation))
+            labels.append(label)
+    quality = item_quality(scores, labels)
     return {
-        "judge/balanced_accuracy": (tpr + tnr) / 2 if tpr is not None and tnr is not None else None,
-        "judge/yes_rate": _ratio(tp + fp, items),
-        "judge/true_correct_rate": _ratio(tp + fn, items),
-        "judge/items": float(items),
+        "judge/balanced_accuracy": quality["balanced_accuracy"],
+        "judge/yes_rate": quality["yes_rate"],
+        "judge/true_correct_rate": quality["true_correct_rate"],
+        "judge/items": float(quality["items"]),
     }
 
 

@@ -102,7 +102,7 @@ def resolve_plan(
         device = f"{nproc} x cuda (planned; this machine has none)"
     else:
         device = _device_description(nproc)
-    g_gen, g_ver = cfg.rollout.num_solutions, cfg.rollout.num_judgements
+    g_gen, g_ver = cfg.rollout.solutions_per_problem, cfg.rollout.judgements_per_problem
     max_sol, max_judge = cfg.sampling.solution.max_tokens, cfg.sampling.judgement.max_tokens
     return RunPlan(
         mode=cfg.rollout.mode,
@@ -125,8 +125,8 @@ def resolve_plan(
         max_completion_length=max(max_sol, max_judge if g_ver else 0),
         solution_token_budget_per_step=problems * g_gen * max_sol,
         judgement_token_budget_per_step=problems * g_ver * max_judge,
-        lambda_ver=cfg.reward.lambda_ver,
-        judgement_baseline=cfg.reward.judgement_baseline,
+        lambda_ver=cfg.advantage.lambda_ver,
+        judgement_baseline=cfg.advantage.judgement_baseline,
         output_dir=str(run_dir(cfg, out)),
     )
 

@@ -20,7 +20,7 @@ override and metrics.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,10 +30,9 @@ from pairrl.rewards.tasks import Task
 from pairrl.train.config import TrainConfig
 from pairrl.train.judge_targets import pointwise_targets, step_seed
 from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord, group_layout
+from pairrl.train.prompt_kit import Messages, PromptKit
 
-__all__ = ["Generator", "PairRLRollout", "PromptKit", "RolloutError"]
-
-Messages = list[dict[str, str]]
+__all__ = ["Generator", "PairRLRollout", "RolloutError"]
 
 
 class RolloutError(RuntimeError):
@@ -46,17 +45,6 @@ class Generator(Protocol):
     def generate(
         self, prompt_ids: list[list[int]], phase: str, num_generations: int
     ) -> tuple[list[list[int]], list[list[float]] | None]: ...
-
-
-@dataclass(frozen=True)
-class PromptKit:
-    """The prompt builders and pair constructor the rollout uses (``rollout`` owns them)."""
-
-    generation: Callable[[Task], Messages]
-    pairwise: Callable[[Task, str, str], Messages]
-    pointwise: Callable[[Task, str], Messages]
-    for_judge: Callable[[str], str]
-    build_pairs: Callable[[Sequence[bool], int, int], Any]
 
 
 @dataclass
@@ -128,7 +116,9 @@ class PairRLRollout:
 
         t0 = time.perf_counter()
         judge_rows = (
-            self._judge(groups, generator, step, trainer) if self.cfg.rollout.num_judgements else {}
+            self._judge(groups, generator, step, trainer)
+            if self.cfg.rollout.judgements_per_problem
+            else {}
         )
         timings["judge"] = time.perf_counter() - t0
 
@@ -160,7 +150,7 @@ class PairRLRollout:
         return groups
 
     def _generate_solutions(self, groups: list[_Group], generator: Generator) -> None:
-        n = self.cfg.rollout.num_solutions
+        n = self.cfg.rollout.solutions_per_problem
         prompt_ids = [grp.prompt_ids for grp in groups for _ in range(n)]
         ids, logprobs = generator.generate(prompt_ids, "solution", n)
         if len(ids) != len(prompt_ids):
@@ -184,7 +174,7 @@ class PairRLRollout:
         results = self.label(jobs)
         if len(results) != len(jobs):
             raise RolloutError(f"executor returned {len(results)} results for {len(jobs)} jobs")
-        n = self.cfg.rollout.num_solutions
+        n = self.cfg.rollout.solutions_per_problem
         for k, grp in enumerate(groups):
             grp.results = list(results[k * n : (k + 1) * n])
             for job, res in zip(jobs[k * n : (k + 1) * n], grp.results, strict=True):
@@ -230,7 +220,7 @@ class PairRLRollout:
     def _targets(
         self, labels: list[bool], seed: int
     ) -> tuple[list[tuple[int, ...]], list[str | None]]:
-        n_ver = self.cfg.rollout.num_judgements
+        n_ver = self.cfg.rollout.judgements_per_problem
         if self.cfg.rollout.mode == "pointrl":
             return [(i,) for i in pointwise_targets(labels, n_ver, seed)], [None] * n_ver
         plan = self.prompts.build_pairs(labels, n_ver, seed)
@@ -285,7 +275,9 @@ class PairRLRollout:
 
         for k, grp in enumerate(groups):
             layout = group_layout(
-                cfg.rollout.num_solutions, cfg.rollout.num_judgements, len(grp.judged)
+                cfg.rollout.solutions_per_problem,
+                cfg.rollout.judgements_per_problem,
+                len(grp.judged),
             )
             for i, (ids, res) in enumerate(zip(grp.solution_ids, grp.results, strict=True)):
                 lp = grp.solution_logprobs[i] if grp.solution_logprobs is not None else None
@@ -299,7 +291,7 @@ class PairRLRollout:
                     exec_status=res.status,
                 )
                 add(record, grp.prompt_ids, ids, lp, 1, f"solution {i}: {res.status}")
-            for slot, kind in enumerate(layout[cfg.rollout.num_solutions :]):
+            for slot, kind in enumerate(layout[cfg.rollout.solutions_per_problem :]):
                 if kind == NO_PAIR:
                     record = RowRecord(
                         group=grp.index, sample_type=NO_PAIR, reward=None, task_id=grp.task.task_id

@@ -1,7 +1,8 @@
-"""Wire a run together: model, tasks, executor, rollout, trainer; train, checkpoint, resume.
+"""One training run, top to bottom: setup, tasks and policy, rollout and trainer, train,
+finish (final model, metrics file, the recipe's end-of-run hook).
 
 Runs on every process of an ``accelerate launch``; the main process builds the tiny model
-and the warm start (others wait), and only it writes the resolved config.
+and the warm start (others wait), and only it writes files shared by the run.
 """
 
 from __future__ import annotations
@@ -9,91 +10,47 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pairrl.config import ConfigError
-from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
+from pairrl.rewards.tasks import Task
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
+from pairrl.train.policy import Policy, prepare_policy
+from pairrl.train.prompt_kit import Conversation, PromptKit
+from pairrl.train.recipe import FinishedRun, LoadedRecipe, resolve_recipe
 
 __all__ = ["run_training"]
 
 
-def _setup_wandb_env(cfg: TrainConfig, run_dir: Path) -> None:
-    if cfg.logging.wandb == "disabled":
-        return
-    try:
-        import wandb  # noqa: F401
-    except ImportError as err:  # pragma: no cover - wandb is a core dependency
-        raise ConfigError("logging.wandb", ["wandb is not installed: pip install wandb"]) from err
-    os.environ["WANDB_MODE"] = cfg.logging.wandb
-    os.environ["WANDB_PROJECT"] = cfg.logging.project
-    os.environ.setdefault("WANDB_DIR", str(run_dir))
-    os.environ.setdefault("WANDB_SILENT", "true")
+@dataclass
+class _Setup:
+    """The launch: TRL's arguments, accelerate's state, the run folder, what to resume."""
+
+    args: Any  # trl.GRPOConfig
+    state: Any  # accelerate.PartialState
+    run_dir: Path
+    checkpoint: str | None
 
 
-def _policy_path(
-    cfg: TrainConfig, run_dir: Path, state: Any, prompts: Any, tasks: list[Any]
-) -> tuple[str, dict[str, Any] | None]:
-    """The model folder to train: the configured one, or its warm start inside the run."""
-    model_path = Path(cfg.model.path)
-    with state.main_process_first():
-        if (
-            cfg.model.build_tiny
-            and not (model_path / "config.json").is_file()
-            and state.is_main_process
-        ):
-            from pairrl.tiny_model import build_tiny_model
+@dataclass
+class _Source:
+    """Where the problems come from: tasks, prompts, warm-start data, the recipe if any."""
 
-            build_tiny_model(model_path, seed=cfg.seed)
-    if cfg.warm_start.steps == 0:
-        return cfg.model.path, None
-    warm_dir = run_dir / "warm_start"
-    report: dict[str, Any] | None = None
-    with state.main_process_first():
-        if state.is_main_process and not (warm_dir / "config.json").is_file():
-            if cfg.data.source != "tiny_code":
-                raise ConfigError(
-                    "warm_start.steps", ["a warm start is provided for data.source tiny_code only"]
-                )
-            from pairrl.train.tiny_tasks import warm_start_examples
-            from pairrl.train.warm_start import warm_start
-
-            examples = warm_start_examples(
-                tasks, prompts.generation, prompts.pairwise, num_examples=512, seed=cfg.seed
-            )
-            report = warm_start(
-                model_path,
-                examples,
-                warm_dir,
-                steps=cfg.warm_start.steps,
-                lr=cfg.warm_start.lr,
-                batch_size=cfg.warm_start.batch_size,
-                seed=cfg.seed,
-            )
-    return str(warm_dir), report
+    tasks: list[Task]
+    prompts: PromptKit
+    conversations: Callable[[], list[Conversation]]
+    skipped: dict[str, int]
+    recipe: LoadedRecipe | None
 
 
-def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[str, Any]:
-    """Train per ``cfg``; returns a summary (steps, wall time, final metrics, paths)."""
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+def _setup(cfg: TrainConfig, plan: RunPlan, resume: bool) -> _Setup:
     from accelerate import PartialState
-    from transformers import AutoTokenizer
     from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig
-
-    from pairrl.rewards.executor import Executor
-    from pairrl.train.data import build_dataset, load_training_tasks
-    from pairrl.train.generation import TRLGenerator
-    from pairrl.train.prompting import default_prompt_kit
-    from pairrl.train.rollout_func import PairRLRollout
-    from pairrl.train.trainer import (
-        PairRLTrainer,
-        StepTimer,
-        pair_verification,
-        solution_correctness,
-    )
 
     # TrainingArguments sets up torch.distributed (DDP, DeepSpeed, FSDP) for this launch;
     # the shared accelerate state is read after it.
@@ -118,26 +75,80 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
     _setup_wandb_env(cfg, run_dir)
     if state.is_main_process:
         (run_dir / "config.json").write_text(json.dumps(cfg.model_dump(), indent=2))
+    return _Setup(args, state, run_dir, checkpoint)
 
-    demo = None
-    if cfg.data.source == "toy_addition":
-        # The CPU demo (pairrl.recipes.toy_addition): its tasks, prompt kit, model build and SFT warm start.
-        from pairrl.recipes.toy_addition.pipeline import prepare_demo
 
-        with state.main_process_first():
-            demo = prepare_demo(cfg, run_dir, is_main_process=state.is_main_process)
-        prompts = demo.prompt_kit
-        dataset, tasks_by_prompt, duplicates = build_dataset(demo.tasks, prompts.generation)
-        policy_path, warm_report = demo.policy_path, demo.warm_start_report
-        skipped: dict[str, int] = {}
-    else:
-        prompts = default_prompt_kit()
-        loaded = load_training_tasks(cfg.data)
-        dataset, tasks_by_prompt, duplicates = build_dataset(loaded.tasks, prompts.generation)
-        policy_path, warm_report = _policy_path(cfg, run_dir, state, prompts, loaded.tasks)
-        skipped = loaded.skipped
+def _setup_wandb_env(cfg: TrainConfig, run_dir: Path) -> None:
+    if cfg.logging.wandb == "disabled":
+        return
+    try:
+        import wandb  # noqa: F401
+    except ImportError as err:  # pragma: no cover - wandb is a core dependency
+        raise ConfigError("logging.wandb", ["wandb is not installed: pip install wandb"]) from err
+    os.environ["WANDB_MODE"] = cfg.logging.wandb
+    os.environ["WANDB_PROJECT"] = cfg.logging.project
+    os.environ.setdefault("WANDB_DIR", str(run_dir))
+    os.environ.setdefault("WANDB_SILENT", "true")
 
-    tokenizer = AutoTokenizer.from_pretrained(policy_path)
+
+def _source(cfg: TrainConfig) -> _Source:
+    """The tasks, prompt kit and warm-start data of the configured data source or recipe."""
+    from pairrl.train.data import load_training_tasks
+    from pairrl.train.prompt_kit import default_prompt_kit
+
+    recipe = resolve_recipe(cfg.recipe)
+    if recipe is not None:
+        tasks = recipe.recipe.training_tasks(cfg, recipe.options)
+        prompts = recipe.recipe.prompt_kit(cfg, recipe.options)
+
+        def from_recipe() -> list[Conversation]:
+            return recipe.recipe.warm_start_conversations(cfg, recipe.options, tasks)
+
+        return _Source(tasks, prompts, from_recipe, {}, recipe)
+    loaded = load_training_tasks(cfg.data)
+    prompts = default_prompt_kit()
+
+    def from_data_source() -> list[Conversation]:
+        if cfg.data.source != "tiny_code":
+            return []  # real models start from their own formats
+        from pairrl.train.tiny_tasks import warm_start_examples
+
+        return warm_start_examples(
+            loaded.tasks, prompts.generation, prompts.pairwise, num_examples=512, seed=cfg.seed
+        )
+
+    return _Source(loaded.tasks, prompts, from_data_source, loaded.skipped, None)
+
+
+@dataclass
+class _Training:
+    """The trainer and what the run needs of it afterwards."""
+
+    trainer: Any  # pairrl.train.trainer.PairRLTrainer
+    executor: Any  # pairrl.rewards.Executor, closed when training ends
+    on_signal: Any  # pairrl.train.checkpoint_on_signal.CheckpointOnSignal
+    problems: int
+    duplicates: int
+
+
+def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -> _Training:
+    """The rollout (with its executor) and the trainer built around it."""
+    from transformers import AutoTokenizer
+
+    from pairrl.rewards.executor import Executor
+    from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
+    from pairrl.train.data import build_dataset
+    from pairrl.train.generation import TRLGenerator
+    from pairrl.train.rollout_func import PairRLRollout
+    from pairrl.train.trainer import (
+        PairRLTrainer,
+        StepTimer,
+        pair_verification,
+        solution_correctness,
+    )
+
+    dataset, tasks_by_prompt, duplicates = build_dataset(source.tasks, source.prompts.generation)
+    tokenizer = AutoTokenizer.from_pretrained(policy.path)
     tokenizer.padding_side = "left"
     template_kwargs = dict(cfg.model.chat_template_kwargs)
 
@@ -159,19 +170,19 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
         cfg,
         tasks_by_prompt,
         label=executor.run,
-        prompts=prompts,
+        prompts=source.prompts,
         tokenize=tokenize,
         decode=decode,
         eos_token_id=tokenizer.eos_token_id,
         generator_factory=lambda trainer: TRLGenerator(trainer, cfg.sampling),
     )
     timer = StepTimer()
-    # Slurm pre-emption / time limits send SIGTERM: checkpoint after the step, then stop.
+    # Slurm pre-emption and time limits send SIGTERM: checkpoint after the step, then stop.
     on_signal = CheckpointOnSignal()
     trainer = PairRLTrainer(
-        model=policy_path,
+        model=policy.path,
         reward_funcs=[solution_correctness, pair_verification],
-        args=args,
+        args=setup.args,
         train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[timer, on_signal],
@@ -179,56 +190,77 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
         pairrl_cfg=cfg,
     )
     timer.trainer = trainer
+    return _Training(trainer, executor, on_signal, len(tasks_by_prompt), duplicates)
+
+
+def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[str, Any]:
+    """Train per ``cfg``; returns a summary (steps, wall time, final metrics, paths)."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    setup = _setup(cfg, plan, resume)
+    source = _source(cfg)
+    policy = prepare_policy(cfg, setup.run_dir, setup.state, source.conversations)
+    training = _trainer(cfg, setup, source, policy)
+    trainer = training.trainer
     started = time.perf_counter()
     try:
-        trainer.train(resume_from_checkpoint=checkpoint)
+        trainer.train(resume_from_checkpoint=setup.checkpoint)
     finally:
-        executor.close()
+        training.executor.close()
     wall = time.perf_counter() - started
-    if on_signal.stopped_at_step is not None:
+    stopped_at = training.on_signal.stopped_at_step
+    if stopped_at is not None:
         # Interrupted: the checkpoint is the result; `--resume` continues from it.
         return {
-            "main_process": state.is_main_process,
-            "run_dir": str(run_dir),
-            "interrupted_at_step": on_signal.stopped_at_step,
+            "main_process": setup.state.is_main_process,
+            "run_dir": str(setup.run_dir),
+            "interrupted_at_step": stopped_at,
             "global_step": trainer.state.global_step,
             "wall_s": round(wall, 2),
         }
+    return _finish(cfg, setup, source, policy, training, wall)
+
+
+def _finish(
+    cfg: TrainConfig,
+    setup: _Setup,
+    source: _Source,
+    policy: Policy,
+    training: _Training,
+    wall: float,
+) -> dict[str, Any]:
+    """Save the final model and the metrics file; run the recipe's hook; summarise."""
+    run_dir, is_main, trainer = setup.run_dir, setup.state.is_main_process, training.trainer
     final_dir = run_dir / "final"
     trainer.save_model(str(final_dir))
-    history = [row for row in trainer.state.log_history if "pairrl/solution_pass_rate" in row]
-    if state.is_main_process:
+    log_history = trainer.state.log_history
+    if is_main:
         with (run_dir / "metrics.jsonl").open("w") as fh:
-            for row in trainer.state.log_history:
+            for row in log_history:
                 fh.write(json.dumps(row) + "\n")
-    demo_goal = None
-    if demo is not None and state.is_main_process:
-        from pairrl.recipes.toy_addition.pipeline import finish_demo
-
-        demo_summary = finish_demo(
-            cfg,
-            run_dir,
-            warm_dir=demo.policy_path,
+    recipe_summary = None
+    if source.recipe is not None and is_main:
+        report = policy.warm_start_report
+        finished = FinishedRun(
+            run_dir=run_dir,
+            warm_start_dir=policy.warm_start_dir,
             final_dir=final_dir,
-            log_history=trainer.state.log_history,
-            timings={
-                "train": wall,
-                **({"warm_start": warm_report["wall_s"]} if warm_report else {}),
-            },
+            log_history=log_history,
+            wall_s={"train": wall, **({"warm_start": report["wall_s"]} if report else {})},
         )
-        demo_goal = demo_summary["goal"]
+        recipe_summary = source.recipe.recipe.after_training(cfg, source.recipe.options, finished)
+    history = [row for row in log_history if "pairrl/solution_pass_rate" in row]
     return {
-        "main_process": state.is_main_process,
+        "main_process": is_main,
         "run_dir": str(run_dir),
         "final_model": str(final_dir),
         "metrics_file": str(run_dir / "metrics.jsonl"),
-        "resumed_from": checkpoint,
+        "resumed_from": setup.checkpoint,
         "global_step": trainer.state.global_step,
         "wall_s": round(wall, 2),
-        "problems": len(tasks_by_prompt),
-        "duplicate_prompts_dropped": duplicates,
-        "tasks_skipped": skipped,
-        "demo_goal": demo_goal,
-        "warm_start": warm_report,
+        "problems": training.problems,
+        "duplicate_prompts_dropped": training.duplicates,
+        "tasks_skipped": source.skipped,
+        "recipe": recipe_summary,
+        "warm_start": policy.warm_start_report,
         "last_metrics": history[-1] if history else {},
     }

@@ -38,6 +38,7 @@ from pairrl.train.metrics import step_metrics
 __all__ = [
     "PairRLTrainer",
     "StepTimer",
+    "batch_advantages",
     "forward_in_buckets",
     "padding_buckets",
     "pair_verification",
@@ -150,6 +151,19 @@ def forward_in_buckets(
     return torch.cat(logps)[inverse], entropy
 
 
+def batch_advantages(rows: list[RowRecord], cfg: Any) -> list[float]:
+    """PairRL advantages of the whole batch's rows (every process's, in TRL's order)."""
+    check_group_order([r.group for r in rows], cfg.rollout.group_size)
+    return compute_advantages(
+        [r.group for r in rows],
+        [r.sample_type for r in rows],
+        [r.reward for r in rows],
+        lambda_ver=cfg.advantage.lambda_ver,
+        judgement_baseline=cfg.advantage.judgement_baseline,
+        scale=cfg.advantage.scale,
+    )
+
+
 class PairRLTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout``."""
 
@@ -159,6 +173,7 @@ class PairRLTrainer(GRPOTrainer):
         self.pairrl_cfg = pairrl_cfg
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """TRL's batch, with PairRL's advantages in place of TRL's and PairRL's metrics."""
         output = super()._generate_and_score_completions(inputs)
         local: list[RowRecord] = list(self.pairrl_rollout.records)
         n_local = int(output["advantages"].shape[0])
@@ -167,29 +182,25 @@ class PairRLTrainer(GRPOTrainer):
         rows: list[RowRecord] = (
             gather_object(local) if self.accelerator.num_processes > 1 else local
         )
-        cfg = self.pairrl_cfg
-        check_group_order([r.group for r in rows], cfg.rollout.group_size)
-        advantages = compute_advantages(
-            [r.group for r in rows],
-            [r.sample_type for r in rows],
-            [r.reward for r in rows],
-            lambda_ver=cfg.reward.lambda_ver,
-            judgement_baseline=cfg.reward.judgement_baseline,
-            scale=cfg.loss.scale_rewards,
-        )
+        advantages = batch_advantages(rows, self.pairrl_cfg)
         start = self.accelerator.process_index * n_local
-        device = output["advantages"].device
         output["advantages"] = torch.tensor(
-            advantages[start : start + n_local], dtype=torch.float32, device=device
+            advantages[start : start + n_local],
+            dtype=torch.float32,
+            device=output["advantages"].device,
         )
         self._replace_logged_advantages(advantages)
-        mode = "train" if self.model.training else "eval"
-        for name, value in step_metrics(rows, cfg.reward.normalisation).items():
-            self._metrics[mode][name].append(value)
-        self._metrics[mode]["pairrl/judge_fillers"].append(float(self.pairrl_rollout.fillers))
-        for phase, seconds in self.pairrl_rollout.timings.items():
-            self._metrics[mode][f"time/{phase}_s"].append(seconds)
+        self._log_pairrl_metrics(rows)
         return output
+
+    def _log_pairrl_metrics(self, rows: list[RowRecord]) -> None:
+        mode = "train" if self.model.training else "eval"
+        metrics = self._metrics[mode]
+        for name, value in step_metrics(rows, self.pairrl_cfg.reward.normalisation).items():
+            metrics[name].append(value)
+        metrics["pairrl/judge_fillers"].append(float(self.pairrl_rollout.fillers))
+        for phase, seconds in self.pairrl_rollout.timings.items():
+            metrics[f"time/{phase}_s"].append(seconds)
 
     def _get_per_token_logps_and_entropies(
         self,

@@ -1,9 +1,10 @@
-"""The ``demo:`` section of a training config (used with ``data.source: toy_addition``).
+"""The toy recipe's options (``recipe.options`` in ``configs/toy_cpu.yaml``).
 
-What the toy demo needs beyond the trainer's own fields: the tiny model's size, the
-train/held-out split, how many warm-start conversations to generate, and the held-out
-evaluation (best-of-k with k samples per problem, Swiss budget 2k). The warm start's
-steps, learning rate and batch size are the trainer's ``warm_start`` fields.
+What the recipe needs beyond the trainer's own fields: the train/held-out split, how many
+warm-start conversations to generate, how often the warm-start teacher errs, and the
+held-out evaluation (best-of-k with k samples per problem, Swiss budget 2k). The tiny
+model's size is the trainer's ``model.tiny``; the warm start's steps, learning rate and
+batch size are its ``warm_start`` fields.
 """
 
 from __future__ import annotations
@@ -12,21 +13,12 @@ from pydantic import Field
 
 from pairrl.config import PairrlModel
 
-__all__ = ["DemoConfig", "DemoModelConfig"]
+__all__ = ["ToyAdditionOptions"]
 
 
-class DemoModelConfig(PairrlModel):
-    """Size of the tiny Qwen3-style model built for the demo (``build_tiny_model``)."""
+class ToyAdditionOptions(PairrlModel):
+    """Toy-recipe settings: split, warm-start data, teacher error, held-out evaluation."""
 
-    hidden_size: int = Field(default=128, ge=16, le=1024, description="model width")
-    num_layers: int = Field(default=3, ge=1, le=24, description="transformer layers")
-    intermediate_size: int = Field(default=256, ge=16, le=4096, description="MLP width")
-
-
-class DemoConfig(PairrlModel):
-    """Toy-demo settings: model size, split, warm-start data, held-out evaluation."""
-
-    model: DemoModelConfig = Field(default_factory=DemoModelConfig, description="tiny model size")
     split_seed: int = Field(
         default=1234, ge=0, description="fixes the train/held-out split (independent of seed)"
     )

@@ -6,13 +6,14 @@ labels by running the hidden test (``pairrl.rewards.Executor``). Reported:
 * ``solution_pass_rate``: the share of sampled solutions that pass.
 * ``judge_balanced_accuracy``: the model as pairwise judge on a *fixed* pool of pairs
   (``reference_pool``, drawn once from the warm-start model's own held-out samples), so
-  the warm start and the trained model are scored on the same items. Each judged item is
-  a "yes" when its rating normalises to >= 0.5 (as ``pairrl.train.metrics``); an unparseable
-  judgement counts as a wrong verdict on both its items and is also counted in
-  ``judge_parse_failure_rate``. ``judge_on_policy`` repeats this on the model's own
-  current samples.
-* ``best_of_k``: random, swiss (the model as judge), majority (return values) and oracle;
-  see ``pairrl.recipes.toy_addition.selection``.
+  the warm start and the trained model are scored on the same items. Judge quality is
+  ``pairrl.rollout.judge_quality``'s (the benchmark's and the trainer's): unparseable
+  judgements are counted in ``judge_parse_failure_rate``, not scored.
+  ``judge_on_policy`` repeats this on the model's own current samples.
+* ``best_of_k``: random (its exact expectation, the mean correct share), swiss (the
+  project's Swiss tournament with the model as judge, all problems in lock-step so that
+  each round is one batch), majority (execution agreement on ``f()``'s return value,
+  ``pairrl.eval.agreement``) and oracle (``pairrl.eval.selectors``).
 * ``best_of_k_warm_pool``: the same pickers on the warm start's own candidates (the
   ``reference_pool``), judged by this checkpoint. Once the solver is near perfect, its own
   pool leaves a judge little to choose; on the warm start's pool the trained judge and the
@@ -26,15 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pairrl.eval.agreement import choose_by_agreement, output_signature
+from pairrl.eval.selectors import select_oracle, select_random
 from pairrl.recipes.toy_addition.prompts import generation_messages, pairwise_messages
-from pairrl.recipes.toy_addition.selection import majority_pick, run_lockstep_swiss
 from pairrl.recipes.toy_addition.tasks import AdditionProblem
 from pairrl.rewards import extract_code, normalise_rating, parse_pair_ratings
 from pairrl.rewards.results import ExecJob
+from pairrl.rollout.judge_quality import item_quality
+from pairrl.rollout.lockstep import run_lockstep_swiss
 
-__all__ = ["CandidatePool", "evaluate_checkpoint", "judge_quality", "sample_pool"]
-
-YES_CUT = 0.5  # same cut as pairrl.train.metrics
+__all__ = ["CandidatePool", "evaluate_checkpoint", "judge_quality", "majority_pick", "sample_pool"]
 
 
 @dataclass
@@ -121,35 +123,45 @@ def judge_texts(
 def judge_quality(
     verdicts: Sequence[tuple[int, int] | None], item_labels: Sequence[tuple[bool, bool]]
 ) -> dict[str, float | None]:
-    """Balanced accuracy over judged items; a failed verdict is wrong on both items.
+    """Balanced accuracy over the judged items of ``verdicts`` (None: a failed judgement,
+    counted in ``parse_failure_rate``), per ``pairrl.rollout.judge_quality``.
 
-    Below, the parsed pair is right on both items and the failed one wrong on both, so
-    TPR = 1/2 and TNR = 1/2:
+    Below, the parsed pair is right on both items; the failed one is counted, not scored:
 
-    >>> judge_quality([(9, 1), None], [(True, False), (True, False)])["balanced_accuracy"]
-    0.5
+    >>> q = judge_quality([(9, 1), None], [(True, False), (True, False)])
+    >>> (q["balanced_accuracy"], q["parse_failure_rate"])
+    (1.0, 0.5)
     """
-    tp = fn = tn = fp = 0
-    failures = 0
-    for verdict, labels in zip(verdicts, item_labels, strict=True):
-        failures += verdict is None
-        for n, label in enumerate(labels):
-            yes = None if verdict is None else normalise_rating(verdict[n]) >= YES_CUT
-            if label:
-                tp += yes is True
-                fn += yes is not True
-            else:
-                tn += yes is False
-                fp += yes is not False
-    tpr = tp / (tp + fn) if tp + fn else None
-    tnr = tn / (tn + fp) if tn + fp else None
+    scores: list[float | None] = []
+    labels: list[bool] = []
+    for verdict, pair_labels in zip(verdicts, item_labels, strict=True):
+        for n, label in enumerate(pair_labels):
+            scores.append(None if verdict is None else normalise_rating(verdict[n]))
+            labels.append(label)
+    quality = item_quality(scores, labels)
+    failures = sum(v is None for v in verdicts)
     return {
-        "balanced_accuracy": (tpr + tnr) / 2 if tpr is not None and tnr is not None else None,
-        "true_positive_rate": tpr,
-        "true_negative_rate": tnr,
+        "balanced_accuracy": quality["balanced_accuracy"],
+        "true_positive_rate": quality["true_positive_rate"],
+        "true_negative_rate": quality["true_negative_rate"],
         "parse_failure_rate": failures / len(verdicts) if verdicts else None,
         "pairs": float(len(verdicts)),
     }
+
+
+def majority_pick(values: Sequence[Any]) -> int | None:
+    """Execution agreement on ``f()``'s value: the first candidate of the largest cluster of
+    equal return values (``pairrl.eval.agreement``); None when no candidate returned one.
+
+    >>> majority_pick([105, 115, 115, None, 105, 115])
+    1
+    >>> majority_pick([None, None]) is None
+    True
+    """
+    if not values:
+        return None
+    choice = choose_by_agreement([None if v is None else output_signature([v]) for v in values])
+    return None if choice.fallback else choice.chosen
 
 
 def _verdict(text: str) -> tuple[int, int] | None:
@@ -190,10 +202,10 @@ def best_of_k(
     comparisons = sum(r.num_comparisons for r in swiss)
     failed = sum(r.num_failed for r in swiss)
     return {
-        "random": sum(sum(row) / len(row) for row in pool.labels) / n,
+        "random": sum(select_random(str(i), row).score for i, row in enumerate(pool.labels)) / n,
         "swiss": sum(swiss_hits) / n,
         "majority": sum(m is not None and pool.labels[i][m] for i, m in enumerate(majority)) / n,
-        "oracle": sum(any(row) for row in pool.labels) / n,
+        "oracle": sum(select_oracle(str(i), row).score for i, row in enumerate(pool.labels)) / n,
         "swiss_comparisons": comparisons,
         "swiss_failed_comparisons": failed,
         "swiss_no_winner": sum(r.winner is None for r in swiss),

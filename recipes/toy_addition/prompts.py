@@ -1,11 +1,11 @@
-"""The demo's prompts and the exact completions its warm start teaches.
+"""The toy recipe's prompts and the exact completions its warm start teaches.
 
 Compact prompts, not ``pairrl.rollout.prompts``' paper wording: the tiny model reads every prompt
 token on two CPU cores, and the paper's reviewer instructions (about 250 tokens) would
 multiply the judge's cost by ten while carrying nothing a 0.3M-parameter model can use.
 The *output* formats are the product's: a fenced python block for solutions and
 ``<rating_A>k</rating_A>`` / ``<rating_B>k</rating_B>`` (or ``<rating>k</rating>``) parsed
-by ``rewards``, so the trainer's rollout, reward and metrics run unchanged.
+by ``pairrl.rewards``, so the trainer's rollout, reward and metrics run unchanged.
 
 Rating tokens. The tiny tokenizer splits digits, so "10" is the two tokens "1", "0" and
 shares its first token with "1": an unsure judge that spreads mass over 1 and 10 emits
@@ -21,7 +21,7 @@ column by column: ``<think>67+48: 7+8=15 6+4+1=11 115</think>`` then the solver'
 then the judge's checks. Restating the operands makes each column a local computation
 (digits a few tokens back), the carry is an explicit ``+1``, and because solver and judge
 share the thought token for token, one circuit serves both: a better solver is a better
-judge, which is what the issue asks the toy to show.
+judge.
 
 The judge checks rather than guesses. After its sum it lines up each candidate's returned
 number digit by digit with its own: own digit, candidate digit, then ``=`` or ``!``
@@ -29,14 +29,7 @@ number digit by digit with its own: own digit, candidate digit, then ``=`` or ``
 reads its line's marks. It rates against its *own* sum, so a judge that drops a carry
 rates consistently with its mistake.
 
-Measured on this machine (plain SFT probes, seed 0, batch 32, lr 1e-3), before the column
-format: with only the sum in ``<think>`` and the candidates ~40 tokens back, judge balanced
-accuracy stayed at ~0.5 through 1,150 steps; with marks written before the candidate digit
-(``1=1 1!0``) it stalled near 0.6-0.7 because the judge copied a candidate as its own sum.
-With a one-line sum (``67+48=115``) and these checks the judge reached 0.70-0.78, but the
-sum itself formed only after 300-500 SFT steps and not at all for one seed in 500 steps.
-With the column format the SFT loss falls below 0.1 within ~150-200 steps on both seeds,
-though RL needs the 500-step warm start (see ``configs/toy_cpu.yaml``).
+Why this format and not simpler ones (what was tried, with numbers): docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -45,6 +38,9 @@ from collections.abc import Sequence
 
 from pairrl.recipes.toy_addition.tasks import AdditionProblem, dropped_carry_sum, solution_text
 from pairrl.rewards.tasks import Task
+from pairrl.rollout.pairs import build_training_pairs
+from pairrl.rollout.prompts import solution_for_judge
+from pairrl.train.prompt_kit import PromptKit
 
 __all__ = [
     "CORRECT_RATING",
@@ -188,12 +184,8 @@ def pointwise_judgement_text(
     return f"<think>{think}</think>\n<rating>{_rating(shown_value == own)}</rating>"
 
 
-def prompt_kit() -> object:
-    """The demo's prompt builders as the trainer's ``pairrl.train.rollout_func.PromptKit``."""
-    from pairrl.rollout.pairs import build_training_pairs
-    from pairrl.rollout.prompts import solution_for_judge
-    from pairrl.train.rollout_func import PromptKit
-
+def prompt_kit() -> PromptKit:
+    """The toy prompt builders as the trainer's prompt kit (pairs: the paper's rules)."""
     return PromptKit(
         generation=generation_messages,
         pairwise=pairwise_messages,

@@ -68,7 +68,7 @@ class AdditionProblem:
             entry_point="f",
             tests=AssertTests(cases=(f"assert f() == {self.answer}",)),
             canonical_solution=solution_code(self.answer),
-            source="train.demo",
+            source="pairrl.recipes.toy_addition",
         )
 
 

@@ -1,7 +1,7 @@
-"""The demo's supervised warm start (TRL's ``SFTTrainer``) on generated conversations.
+"""The toy recipe's warm-start conversations (trained by ``pairrl.train.warm_start``).
 
-It teaches three formats on training problems only (see ``pairrl.recipes.toy_addition.prompts``): solutions
-(the column-by-column worked sum in ``<think>``, then a fenced ``f()`` returning it),
+They teach three formats on training problems only (see ``prompts`` beside this module):
+solutions (the column-by-column worked sum in ``<think>``, then a fenced ``f()`` returning it),
 pairwise judgements and pointwise judgements (the same worked sum, digit-by-digit checks
 of each candidate against it, then 9 for a match and 1 otherwise). Judge candidates are
 the true sum or the mistakes a digit adder makes (``distractor_answers``), in random A/B
@@ -9,7 +9,7 @@ order; pairs with no correct candidate are common (35%) so that copying a candid
 judge's own sum does not pay.
 
 The teacher is imperfect on purpose, in one way RL can fix: with probability
-``demo.teacher_dropped_carry`` its worked sum drops the units carry (``6+4=10`` for
+``recipe.options.teacher_dropped_carry`` its worked sum drops the units carry (``6+4=10`` for
 ``6+4+1=11``), in solutions and in the judge's own sum alike, and the judge then rates
 against its wrong sum. The warm-started model therefore samples a dropped carry about as
 often, as solver and as judge; the verification and correctness rewards both favour the
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from pairrl.recipes.toy_addition.prompts import (
     generation_messages,
@@ -38,7 +36,7 @@ from pairrl.recipes.toy_addition.tasks import (
     solution_text,
 )
 
-__all__ = ["teacher_drops_carry", "warm_start_conversations", "warm_start_sft"]
+__all__ = ["teacher_drops_carry", "warm_start_conversations"]
 
 # Shares of the example mix (solution, pairwise, pointwise). Pointwise examples are taught
 # to every model so that the PointRL ablation starts from the same checkpoint.
@@ -104,67 +102,3 @@ def warm_start_conversations(
             target = pointwise_judgement_text(problem, value, drop_carry)
         out.append([*messages, {"role": "assistant", "content": target}])
     return out
-
-
-def warm_start_sft(
-    model_dir: str | Path,
-    conversations: list[list[dict[str, str]]],
-    out_dir: str | Path,
-    *,
-    steps: int,
-    lr: float,
-    batch_size: int,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Train ``steps`` SFT steps (assistant tokens only) and save model + tokenizer.
-
-    Returns ``{"steps", "first_loss", "last_loss", "wall_s", "out_dir"}``.
-    """
-    import time
-
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import SFTConfig, SFTTrainer
-
-    started = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
-    dataset = Dataset.from_list([{"messages": conv} for conv in conversations])
-    args = SFTConfig(
-        output_dir=str(Path(out_dir) / "sft_trainer"),
-        max_steps=steps,
-        learning_rate=lr,
-        # beta2 0.95 as in LM pre-training recipes: the sum circuit formed after ~300-500
-        # steps with it, against ~700-850 with the default 0.999 (probes on this machine).
-        adam_beta2=0.95,
-        lr_scheduler_type="cosine",
-        warmup_steps=max(1, steps // 20),
-        per_device_train_batch_size=batch_size,
-        assistant_only_loss=True,
-        max_length=256,
-        packing=False,
-        logging_steps=max(1, steps // 10),
-        save_strategy="no",
-        report_to=[],
-        seed=seed,
-        data_seed=seed,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-        # fp32 and no `use_cpu`: the GRPO trainer that follows in the same process builds
-        # its Accelerator with these settings, and accelerate refuses to change them.
-        bf16=False,
-    )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
-    trainer.train()
-    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    trainer.model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return {
-        "steps": steps,
-        "first_loss": losses[0] if losses else None,
-        "last_loss": losses[-1] if losses else None,
-        "wall_s": time.perf_counter() - started,
-        "out_dir": str(out),
-    }

@@ -1,44 +1,23 @@
-"""Best-of-k pickers for the demo's held-out evaluation (pure, apart from the judge call).
+"""Tournaments of many problems in lock-step, so each round of every problem is judged in
+one batch.
 
-``random``  the expected accuracy of a uniformly random pick: the mean correct share per
-            problem (an exact expectation, not one noisy draw).
-``swiss``   the project's Swiss tournament (``pairrl.rollout.tournament.swiss_tournament``) with
-            the model itself as pairwise judge. Tournaments of all problems advance in
-            lock-step so that each round of every problem is judged in one batch.
-``majority`` the most common return value of ``f()`` among candidates that returned one
-            (ties: the value first seen); the execution-agreement baseline.
-``oracle``  1 when any candidate is correct.
+A tournament (``pairrl.rollout.tournament``) calls its ``judge_pairs`` once per round.
+Run one problem after another and every round is a small batch (N/2 pairs); a local
+model then spends its time in per-call overhead. Here every problem's tournament runs in
+its own thread and blocks at its round; when all running tournaments have posted their
+round, the last to arrive judges all of them as one batch (``LockstepJudge``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["LockstepJudge", "majority_pick", "run_lockstep_swiss"]
+__all__ = ["LockstepJudge", "run_lockstep", "run_lockstep_swiss"]
 
 Pair = tuple[int, int]
-Verdict = tuple[int, int] | None
-
-
-def majority_pick(values: Sequence[Hashable | None]) -> int | None:
-    """Index of the first candidate holding the most common non-None value; None if none.
-
-    >>> majority_pick([105, 115, 115, None, 105, 115])
-    1
-    >>> majority_pick([None, None]) is None
-    True
-    """
-    counts = Counter(v for v in values if v is not None)
-    if not counts:
-        return None
-    best = max(counts.values())
-    for i, value in enumerate(values):
-        if value is not None and counts[value] == best:
-            return i
-    return None  # unreachable: some value reached the best count
+Verdict = tuple[float, float] | None
 
 
 class LockstepJudge:
@@ -106,25 +85,24 @@ class LockstepJudge:
                 self._flush_locked()
 
 
-def run_lockstep_swiss(
+def run_lockstep(
+    schedule: Callable[..., Any],
     num_candidates: Sequence[int],
     judge_batch: Callable[[list[tuple[int, Pair]]], list[Verdict]],
     *,
-    budget_per_candidate: int = 2,
-    seed: int = 0,
+    budgets: Sequence[int | None],
+    seeds: Sequence[int],
 ) -> list[Any]:
-    """Swiss tournaments (budget ``budget_per_candidate * N``) for every problem; results in order."""
-    from pairrl.rollout.tournament import swiss_tournament
-
+    """``schedule(N_p, judge, budgets[p], seed=seeds[p])`` for every problem p, in lock-step;
+    the tournament results in problem order. ``judge_batch`` gets one batch per round."""
     judge = LockstepJudge(len(num_candidates), judge_batch)
     results: list[Any] = [None] * len(num_candidates)
     errors: list[BaseException] = []
 
     def play(p: int) -> None:
         try:
-            n = num_candidates[p]
-            results[p] = swiss_tournament(
-                n, judge.for_problem(p), budget_per_candidate * n, seed=seed + p
+            results[p] = schedule(
+                num_candidates[p], judge.for_problem(p), budgets[p], seed=seeds[p]
             )
         except BaseException as err:  # re-raised in the caller
             errors.append(err)
@@ -141,3 +119,23 @@ def run_lockstep_swiss(
     if errors:
         raise errors[0]
     return results
+
+
+def run_lockstep_swiss(
+    num_candidates: Sequence[int],
+    judge_batch: Callable[[list[tuple[int, Pair]]], list[Verdict]],
+    *,
+    budget_per_candidate: int = 2,
+    seed: int = 0,
+) -> list[Any]:
+    """Swiss tournaments (budget ``budget_per_candidate * N``, seed ``seed + p``) for every
+    problem p; results in order."""
+    from pairrl.rollout.tournament import swiss_tournament
+
+    return run_lockstep(
+        swiss_tournament,
+        num_candidates,
+        judge_batch,
+        budgets=[budget_per_candidate * n for n in num_candidates],
+        seeds=[seed + p for p in range(len(num_candidates))],
+    )

@@ -1,0 +1,48 @@
+"""What a benchmark run produced (or a replay re-derived): ``EvalRun``, and the entries it
+needs that are absent or failed (``Issue``), which the integrity gate counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pairrl.eval.candidates import Candidate
+from pairrl.eval.config import EvalConfig
+from pairrl.eval.selectors import Selection
+
+__all__ = ["EvalRun", "Issue", "Mode"]
+
+Mode = Literal["compute", "replay"]
+
+
+@dataclass(frozen=True)
+class Issue:
+    """An entry the run needs that is absent or failed, with the reason."""
+
+    stage: str
+    task_id: str
+    item: str
+    kind: Literal["missing", "failed"]
+    reason: str
+
+
+@dataclass
+class EvalRun:
+    """Everything a run produced (or a replay re-derived)."""
+
+    config: EvalConfig
+    mode: Mode
+    task_ids: list[str]
+    candidates: dict[str, list[Candidate]]
+    labels: dict[str, list[dict[str, Any] | None]]
+    selections: dict[str, dict[str, Selection]]
+    judge_records: list[dict[str, Any]] = field(default_factory=list)
+    judge_quality: dict[str, Any] = field(default_factory=dict)
+    issues: list[Issue] = field(default_factory=list)
+    expected: dict[str, int] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    wall_s: dict[str, float] = field(default_factory=dict)
+
+    def bool_labels(self) -> dict[str, list[bool]]:
+        """Labels as booleans (a missing label counts as not passed; the gate flags it)."""
+        return {t: [bool(x and x["passed"]) for x in v] for t, v in self.labels.items()}

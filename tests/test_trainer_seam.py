@@ -1,0 +1,110 @@
+"""Where PairRL's advantages enter TRL's loss: ``PairRLTrainer._generate_and_score_completions``.
+
+TRL's parent method is stubbed (it would generate and score); the override must replace
+its advantages with PairRL's on TRL's batch layout, per process slice, gathered over
+processes, and fix the logged advantages. Two processes, each holding one problem group
+of G = 4 rows (2 solutions + 2 judgement slots), lambda 0.5, batch judgement baseline:
+
+    group 0 (process 0): solution r=1, solution r=0, judgement r=0.8, judgement r=0.4
+    group 1 (process 1): solution r=1, solution r=1, judgement r=0.0, no_pair
+
+    solutions, centred per problem: group 0 mean 0.5 -> +0.5, -0.5; group 1 mean 1 -> 0, 0
+    judgements, centred on the batch mean (0.8 + 0.4 + 0.0) / 3 = 0.4, times lambda 0.5:
+        0.8 -> +0.2, 0.4 -> 0.0, 0.0 -> -0.2;   no_pair -> 0
+
+    process 0 gets [0.5, -0.5, 0.2, 0.0]; process 1 gets [0.0, 0.0, -0.2, 0.0]
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from pairrl.config import parse_config
+from pairrl.train import trainer as trainer_module
+from pairrl.train.config import TrainConfig
+from pairrl.train.layout import RowRecord
+from pairrl.train.trainer import PairRLTrainer
+
+CFG = parse_config(
+    {
+        "kind": "train",
+        "model": {"path": "unused"},
+        "data": {"source": "tiny_code"},
+        "rollout": {"group_size": 4, "num_solutions": 2},
+        "advantage": {"lambda_ver": 0.5, "judgement_baseline": "batch"},
+    },
+    TrainConfig,
+)
+
+
+def _rows(group: int, rewards: list[float | None], types: list[str]) -> list[RowRecord]:
+    rows = []
+    for reward, kind in zip(rewards, types, strict=True):
+        if kind == "solution":
+            rows.append(RowRecord(group, "solution", reward, passed=bool(reward)))
+        elif kind == "judgement":
+            rows.append(RowRecord(group, "judgement", reward, labels=(True, False), ratings=(9, 1)))
+        else:
+            rows.append(RowRecord(group, "no_pair", None))
+    return rows
+
+
+PROCESS_ROWS = [
+    _rows(0, [1.0, 0.0, 0.8, 0.4], ["solution", "solution", "judgement", "judgement"]),
+    _rows(1, [1.0, 1.0, 0.0, None], ["solution", "solution", "judgement", "no_pair"]),
+]
+EXPECTED = [[0.5, -0.5, 0.2, 0.0], [0.0, 0.0, -0.2, 0.0]]
+
+
+def _trainer(process_index: int) -> PairRLTrainer:
+    """A PairRLTrainer with only what the override reads (no model, no TRL setup)."""
+    trainer = object.__new__(PairRLTrainer)
+    trainer.pairrl_cfg = CFG
+    trainer.pairrl_rollout = SimpleNamespace(
+        records=PROCESS_ROWS[process_index], fillers=0, timings={"generate": 1.5}
+    )
+    trainer.accelerator = SimpleNamespace(num_processes=2, process_index=process_index)
+    trainer.model = SimpleNamespace(training=True)
+    trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+    # TRL logged its own group-mean advantages for the whole (gathered) batch: 8 rows.
+    trainer._logs = {"advantages": deque([9.0] * 8)}
+    return trainer
+
+
+@pytest.mark.parametrize("process_index", [0, 1])
+def test_override_puts_pairrl_advantages_in_each_process_slice(
+    monkeypatch: pytest.MonkeyPatch, process_index: int
+) -> None:
+    def parent(self: PairRLTrainer, inputs: list) -> dict:
+        return {"advantages": torch.full((4,), 9.0), "completion_ids": torch.zeros(4, 3)}
+
+    monkeypatch.setattr(trainer_module.GRPOTrainer, "_generate_and_score_completions", parent)
+    monkeypatch.setattr(
+        trainer_module, "gather_object", lambda rows: [*PROCESS_ROWS[0], *PROCESS_ROWS[1]]
+    )
+    trainer = _trainer(process_index)
+    output = trainer._generate_and_score_completions([{}] * 4)
+    assert output["advantages"].dtype == torch.float32
+    assert output["advantages"].tolist() == pytest.approx(EXPECTED[process_index])
+    assert output["completion_ids"].shape == (4, 3)  # the rest of TRL's batch is untouched
+    # The completions log holds PairRL's advantages for all 8 rows, not TRL's.
+    assert list(trainer._logs["advantages"]) == pytest.approx(EXPECTED[0] + EXPECTED[1])
+    metrics = trainer._metrics["train"]
+    assert metrics["pairrl/solution_pass_rate"] == [pytest.approx(3 / 4)]
+    assert metrics["pairrl/no_pair_rows"] == [1.0]
+    assert metrics["time/generate_s"] == [1.5]
+
+
+def test_override_refuses_records_that_do_not_match_the_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def parent(self: PairRLTrainer, inputs: list) -> dict:
+        return {"advantages": torch.zeros(5)}
+
+    monkeypatch.setattr(trainer_module.GRPOTrainer, "_generate_and_score_completions", parent)
+    with pytest.raises(RuntimeError, match="4 row records for 5 rows"):
+        _trainer(0)._generate_and_score_completions([{}] * 5)

@@ -1,0 +1,91 @@
+"""The one policy builder: the model folder a run trains, built and warm-started if asked.
+
+``model.build_tiny`` builds the tiny local model (size from ``model.tiny``) at
+``model.path`` when no model is there; ``warm_start.steps > 0`` then fine-tunes it on the
+conversations the data source or the recipe provides, into ``RUN/warm_start``. Only the
+main process builds; the others wait for it (``main_process_first``) and read the result.
+An existing ``RUN/warm_start`` (a resumed or repeated run) is reused, never retrained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pairrl.config import ConfigError
+from pairrl.train.config import TrainConfig
+from pairrl.train.prompt_kit import Conversation
+
+__all__ = ["Policy", "prepare_policy"]
+
+WARM_START_DIR = "warm_start"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The folder to train from, and what the warm start did (None when it did not run)."""
+
+    path: str
+    warm_start_dir: Path | None
+    warm_start_report: dict[str, Any] | None
+
+
+def _build_tiny_if_missing(cfg: TrainConfig) -> None:
+    path = Path(cfg.model.path)
+    if (path / "config.json").is_file():
+        return
+    if not cfg.model.build_tiny:
+        raise ConfigError(
+            "model.path", [f"{path} holds no model (config.json) and model.build_tiny is false"]
+        )
+    from pairrl.tiny_model import build_tiny_model
+
+    tiny = cfg.model.tiny
+    build_tiny_model(
+        path,
+        seed=cfg.seed,
+        hidden_size=tiny.hidden_size,
+        num_layers=tiny.num_layers,
+        intermediate_size=tiny.intermediate_size,
+    )
+
+
+def prepare_policy(
+    cfg: TrainConfig,
+    run_dir: Path,
+    state: Any,
+    conversations: Callable[[], list[Conversation]],
+) -> Policy:
+    """Build (main process) and warm-start the policy; every process gets the same folder.
+
+    ``state`` is accelerate's ``PartialState``; ``conversations`` is called only when a
+    warm start actually runs.
+    """
+    from pairrl.train.warm_start import warm_start
+
+    with state.main_process_first():
+        if state.is_main_process and cfg.model.build_tiny:
+            _build_tiny_if_missing(cfg)
+    if cfg.warm_start.steps == 0:
+        return Policy(cfg.model.path, None, None)
+    warm_dir = run_dir / WARM_START_DIR
+    report: dict[str, Any] | None = None
+    with state.main_process_first():
+        if state.is_main_process and not (warm_dir / "config.json").is_file():
+            examples = conversations()
+            if not examples:
+                raise ConfigError(
+                    "warm_start.steps", ["the data source provides no warm-start conversations"]
+                )
+            report = warm_start(
+                cfg.model.path,
+                examples,
+                warm_dir,
+                steps=cfg.warm_start.steps,
+                lr=cfg.warm_start.lr,
+                batch_size=cfg.warm_start.batch_size,
+                seed=cfg.seed,
+            )
+    return Policy(str(warm_dir), warm_dir, report)

@@ -3,7 +3,7 @@
 Problem model: a problem's pass rate is drawn from Beta(1.4, 2.1) (mean 0.4); each of
 its N candidates is correct with that probability. P(no correct candidate) is then about
 0.06 at N = 16, so the oracle (pick a correct one whenever there is one) scores ~0.94,
-as in the issue's reference simulation.
+a realistic share of problems where selection cannot help.
 
 Judge model: each comparison rates both candidates 1..10 as
 ``clip(round(m[label] + bias_i + sigma_c * z), 1, 10)`` with ``m = 7`` for a correct and

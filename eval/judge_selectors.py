@@ -26,7 +26,7 @@ __all__ = ["TOURNAMENT_SELECTORS", "JudgeOutcome", "judge_solution", "run_judge_
 
 POINTWISE_SELECTORS: dict[str, str] = {"pointwise_ab": "ab", "pointwise_think": "ab_think"}
 # name -> (tournament function name in pairrl.rollout.tournament, budget in multiples of N or None).
-# better_2n is the rollout issue's schedule aimed at finding the best (sequential halving).
+# better_2n is the project's schedule aimed at finding the best (sequential halving).
 TOURNAMENT_SELECTORS: dict[str, tuple[str, int | None]] = {
     "all_pairs": ("all_pairs_tournament", None),
     "swiss_1n": ("swiss_tournament", 1),

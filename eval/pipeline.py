@@ -59,30 +59,9 @@ def run_pipeline(
     t0 = time.perf_counter()
     executor = _LazyExecutor(cfg) if mode == "compute" else None
     try:
-        label_cache = StageCache(cache_dir, "labels")
         flat = [c for tid in task_ids for c in candidates[tid]]
-        labelled = label_candidates(
-            tasks,
-            flat,
-            executor,
-            label_cache,
-            cfg.executor.timeout_s,
-            cfg.executor.chunk,
-            progress("label", len(flat)),
-        )
-        labels: dict[str, list[dict[str, Any] | None]] = {
-            tid: [labelled[(tid, c.candidate_id)] for c in candidates[tid]] for tid in task_ids
-        }
-        for tid in task_ids:
-            for cand, lab in zip(candidates[tid], labels[tid], strict=True):
-                if lab is None:
-                    issues.append(
-                        Issue("labels", tid, cand.candidate_id, "missing", "no cached label")
-                    )
-                elif lab["status"] in INFRA_FAILURES:
-                    issues.append(
-                        Issue("labels", tid, cand.candidate_id, "failed", str(lab["first_failure"]))
-                    )
+        labels = _label_stage(cfg, tasks, candidates, task_ids, executor, cache_dir, progress)
+        issues.extend(_label_issues(candidates, labels))
         timings["labels"] = time.perf_counter() - t0
 
         run = EvalRun(cfg, mode, task_ids, {t: candidates[t] for t in task_ids}, labels, {})
@@ -114,6 +93,44 @@ def run_pipeline(
     if task_ids:
         run.summary = summarise(bools, ordered, n_boot=cfg.bootstrap, seed=cfg.seed)
     return run
+
+
+def _label_stage(
+    cfg: EvalConfig,
+    tasks: dict[str, Any],
+    candidates: dict[str, list[Any]],
+    task_ids: list[str],
+    executor: Any,
+    cache_dir: Path,
+    progress: Reporter,
+) -> dict[str, list[dict[str, Any] | None]]:
+    """Each candidate's label, in candidate order per task (None: not in the cache)."""
+    flat = [c for tid in task_ids for c in candidates[tid]]
+    labelled = label_candidates(
+        tasks,
+        flat,
+        executor,
+        StageCache(cache_dir, "labels"),
+        cfg.executor.timeout_s,
+        cfg.executor.chunk,
+        progress("label", len(flat)),
+    )
+    return {tid: [labelled[(tid, c.candidate_id)] for c in candidates[tid]] for tid in task_ids}
+
+
+def _label_issues(
+    candidates: dict[str, list[Any]], labels: dict[str, list[dict[str, Any] | None]]
+) -> list[Issue]:
+    """A label absent from the cache, or an infrastructure failure, is an issue."""
+    issues = []
+    for tid, task_labels in labels.items():
+        for cand, lab in zip(candidates[tid], task_labels, strict=True):
+            if lab is None:
+                issues.append(Issue("labels", tid, cand.candidate_id, "missing", "no cached label"))
+            elif lab["status"] in INFRA_FAILURES:
+                reason = str(lab["first_failure"])
+                issues.append(Issue("labels", tid, cand.candidate_id, "failed", reason))
+    return issues
 
 
 def _run_no_judge(

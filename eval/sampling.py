@@ -18,6 +18,7 @@ from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.problems import problem_text
 from pairrl.eval.run_state import Issue
+from pairrl.rewards import extract_code
 
 __all__ = ["sample_candidates"]
 
@@ -31,7 +32,6 @@ def sample_candidates(
 ) -> tuple[list[Candidate], list[Issue]]:
     """k candidates per task (in task order) and the issues found."""
     from pairrl.eval.models import make_sampler, model_identity
-    from pairrl.rewards import extract_code
     from pairrl.rollout.prompts import generation_messages
     from pairrl.rollout.samplers import SamplingParams
 
@@ -74,15 +74,21 @@ def sample_candidates(
             close = getattr(sampler, "close", None)
             if callable(close):
                 close()
+    return _from_cache(cache, keys, src.k)
+
+
+def _from_cache(
+    cache: StageCache, keys: dict[str, str], k: int
+) -> tuple[list[Candidate], list[Issue]]:
+    """Candidates from the cached samples; failed or absent samples are issues (a failed
+    one is a candidate with ``error`` set: never executed, counted by the gate)."""
     candidates: list[Candidate] = []
     issues: list[Issue] = []
-    for tid in prompts:
-        entry = cache.get(keys[tid])
+    for tid, key in keys.items():
+        entry = cache.get(key)
         if entry is None:
             issues.append(Issue("samples", tid, "all", "missing", "no cached samples"))
-            candidates += [
-                Candidate(tid, str(j), "", error="missing from cache") for j in range(src.k)
-            ]
+            candidates += [Candidate(tid, str(j), "", error="missing from cache") for j in range(k)]
             continue
         for j, comp in enumerate(entry["completions"]):
             if comp["error"] is not None:
@@ -90,15 +96,8 @@ def sample_candidates(
                 candidates.append(Candidate(tid, str(j), "", text="", error=comp["error"]))
                 continue
             code = extract_code(comp["text"]) or ""
-            candidates.append(
-                Candidate(
-                    tid,
-                    str(j),
-                    code,
-                    text=comp["text"],
-                    meta={"finish_reason": comp["finish_reason"]},
-                )
-            )
+            meta = {"finish_reason": comp["finish_reason"]}
+            candidates.append(Candidate(tid, str(j), code, text=comp["text"], meta=meta))
     return candidates, issues
 
 

@@ -17,9 +17,12 @@ import inspect
 import shlex
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from pairrl.slurm.render import RenderedJob
 
 __all__ = ["register"]
 
@@ -90,7 +93,6 @@ def _command(
     from pairrl.config import ConfigError
     from pairrl.slurm.render import (
         EvalJobSpec,
-        RenderedJob,
         TrainJobSpec,
         config_kind,
         render_eval,
@@ -150,6 +152,11 @@ def _command(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
 
+    _show_write_submit(rendered, run, dry_run=dry_run, submit=submit)
+
+
+def _show_write_submit(rendered: RenderedJob, run: Path, *, dry_run: bool, submit: bool) -> None:
+    """Print the scripts and the sbatch commands; unless a dry run, write them (and submit)."""
     script_dir = run / "slurm"
     for name, text in rendered.scripts.items():
         typer.echo(f"# ===== {script_dir / name}\n{text}")

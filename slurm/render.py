@@ -128,17 +128,7 @@ def render_train(spec: TrainJobSpec) -> RenderedJob:
     trainer_args = ["train", spec.config, *_set_args(spec.overrides), "--out", str(run_folder)]
     notes = [f"trainer run folder: {run_folder} (a requeued job resumes from its last checkpoint)"]
     if server_mode:
-        problems = []
-        if spec.gpus_per_node and spec.vllm_tensor_parallel_size > spec.gpus_per_node:
-            problems.append(
-                f"--vllm-tp {spec.vllm_tensor_parallel_size} exceeds --gpus-per-node {spec.gpus_per_node}"
-            )
-        if spec.accelerate_config is None:
-            problems.append(
-                "--accelerate-config: multi-node training needs one (configs/accelerate/*.yaml)"
-            )
-        if problems:
-            raise ConfigError(spec.config, problems)
+        _check_server_mode(spec)
         trainer_args += _set_args([f"{ENGINE_KIND}={SERVER_KIND}", f"{SERVER_BASE_URL}=null"])
         notes.insert(
             0,
@@ -156,19 +146,7 @@ def render_train(spec: TrainJobSpec) -> RenderedJob:
         LAUNCHER=_launcher(spec, train_nodes, per_node),
         TRAINER_ARGS=_quote(trainer_args) + (server_set if server_mode else ""),
     )
-    vllm_cmd = [
-        "trl",
-        "vllm-serve",
-        "--model",
-        str(vllm_model),
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(spec.vllm_port),
-        "--tensor_parallel_size",
-        str(spec.vllm_tensor_parallel_size),
-        *spec.vllm_args,
-    ]
+    vllm_cmd = _vllm_command(spec, str(vllm_model))
     script_dir = Path(spec.run_dir, "slurm")
     batch = fill(
         TRAIN_BATCH,
@@ -247,6 +225,38 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
             f"{spec.shards} shards write into {out_dir}/shards; the merge (into {out_dir}) runs when all succeeded"
         ],
     )
+
+
+def _check_server_mode(spec: TrainJobSpec) -> None:
+    """What a trainer-nodes-plus-server-node job needs; ConfigError listing what is missing."""
+    problems = []
+    if spec.gpus_per_node and spec.vllm_tensor_parallel_size > spec.gpus_per_node:
+        problems.append(
+            f"--vllm-tp {spec.vllm_tensor_parallel_size} exceeds --gpus-per-node {spec.gpus_per_node}"
+        )
+    if spec.accelerate_config is None:
+        problems.append(
+            "--accelerate-config: multi-node training needs one (configs/accelerate/*.yaml)"
+        )
+    if problems:
+        raise ConfigError(spec.config, problems)
+
+
+def _vllm_command(spec: TrainJobSpec, model: str) -> list[str]:
+    """The server node's command: TRL's vLLM server with weight sync for the trainers."""
+    return [
+        "trl",
+        "vllm-serve",
+        "--model",
+        model,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(spec.vllm_port),
+        "--tensor_parallel_size",
+        str(spec.vllm_tensor_parallel_size),
+        *spec.vllm_args,
+    ]
 
 
 def _quote(args: list[str]) -> str:

@@ -149,7 +149,6 @@ def grpo_config_kwargs(cfg: TrainConfig, plan: RunPlan) -> dict[str, Any]:
     * ``temperature``/``top_p`` are the solution phase's: TRL scores log-probs with the
       trainer temperature; the rollout swaps in the judgement settings while judging.
     """
-    engine = cfg.engine
     kwargs: dict[str, Any] = {
         "output_dir": plan.output_dir,
         "seed": cfg.seed,
@@ -188,9 +187,17 @@ def grpo_config_kwargs(cfg: TrainConfig, plan: RunPlan) -> dict[str, Any]:
         "save_total_limit": cfg.checkpoint.keep_last,
         "shuffle_dataset": True,
         "disable_tqdm": True,
-        "use_vllm": engine.kind != "hf",
+        "use_vllm": cfg.engine.kind != "hf",
         "dataloader_num_workers": 0,
     }
+    kwargs.update(_engine_kwargs(cfg, plan))
+    return kwargs
+
+
+def _engine_kwargs(cfg: TrainConfig, plan: RunPlan) -> dict[str, Any]:
+    """The process group, the vLLM engine's settings and the model's load options."""
+    engine = cfg.engine
+    kwargs: dict[str, Any] = {}
     if plan.num_processes > 1 and "cpu" in plan.device:
         # accelerate only picks a process-group backend for accelerators; on CPU it must be
         # named, or a DeepSpeed launch silently falls back to one process.

@@ -24,7 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pairrl.rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
+from pairrl.rewards import (
+    RatingFailure,
+    extract_code,
+    parse_pair_ratings,
+    parse_rating,
+    verification_reward,
+)
 from pairrl.rewards.results import ExecJob, ExecResult
 from pairrl.rewards.tasks import Task
 from pairrl.train.config import TrainConfig
@@ -242,100 +248,120 @@ class PairRLRollout:
         groups: list[_Group],
         judge_rows: dict[tuple[int, int], tuple[list[int], list[int], list[float] | None, str]],
     ) -> dict[str, Any]:
-        cfg = self.cfg
-        out: dict[str, list[Any]] = {
-            "prompt_ids": [],
-            "completion_ids": [],
-            "logprobs": [],
-            "env_mask": [],
-            "pairrl_sample_type": [],
-            "pairrl_reward": [],
-            "pairrl_detail": [],
-        }
-        has_logprobs = all(grp.solution_logprobs is not None for grp in groups)
-        records: list[RowRecord] = []
-
-        def add(
-            record: RowRecord,
-            prompt: list[int],
-            completion: list[int],
-            lp: list[float] | None,
-            mask: int,
-            detail: str,
-        ) -> None:
-            record.check()
-            records.append(record)
-            out["prompt_ids"].append(prompt)
-            out["completion_ids"].append(completion)
-            out["logprobs"].append(lp if lp is not None else [0.0] * len(completion))
-            out["env_mask"].append([mask] * len(completion))
-            out["pairrl_sample_type"].append(record.sample_type)
-            out["pairrl_reward"].append(record.reward)
-            out["pairrl_detail"].append(detail)
-
+        """TRL's columns, group by group in ``group_layout`` order; keeps the row records."""
+        rows = _Rows()
+        g_gen, g_ver = (
+            self.cfg.rollout.solutions_per_problem,
+            self.cfg.rollout.judgements_per_problem,
+        )
         for k, grp in enumerate(groups):
-            layout = group_layout(
-                cfg.rollout.solutions_per_problem,
-                cfg.rollout.judgements_per_problem,
-                len(grp.judged),
-            )
             for i, (ids, res) in enumerate(zip(grp.solution_ids, grp.results, strict=True)):
                 lp = grp.solution_logprobs[i] if grp.solution_logprobs is not None else None
-                record = RowRecord(
-                    group=grp.index,
-                    sample_type=SOLUTION,
-                    reward=1.0 if res.passed else 0.0,
-                    completion_tokens=len(ids),
-                    task_id=grp.task.task_id,
-                    passed=res.passed,
-                    exec_status=res.status,
-                )
-                add(record, grp.prompt_ids, ids, lp, 1, f"solution {i}: {res.status}")
-            for slot, kind in enumerate(layout[cfg.rollout.solutions_per_problem :]):
+                record = self._solution_record(grp, ids, res)
+                rows.add(record, grp.prompt_ids, ids, lp, 1, f"solution {i}: {res.status}")
+            layout = group_layout(g_gen, g_ver, len(grp.judged))
+            for slot, kind in enumerate(layout[g_gen:]):
                 if kind == NO_PAIR:
-                    record = RowRecord(
-                        group=grp.index, sample_type=NO_PAIR, reward=None, task_id=grp.task.task_id
+                    record = RowRecord(grp.index, NO_PAIR, None, task_id=grp.task.task_id)
+                    rows.add(
+                        record, grp.prompt_ids, [self.eos_token_id], None, 0, "no eligible pair"
                     )
-                    add(record, grp.prompt_ids, [self.eos_token_id], None, 0, "no eligible pair")
                     continue
                 prompt, ids, lp, text = judge_rows[(k, slot)]
-                judged = grp.judged[slot]
-                labels = tuple(bool(grp.results[i].passed) for i in judged)
-                parsed = parse_pair_ratings(text) if len(judged) == 2 else parse_rating(text)
-                ratings = (
-                    None
-                    if not isinstance(parsed, tuple | int)
-                    else (parsed if isinstance(parsed, tuple) else (parsed,))
-                )
-                failure = None if ratings is not None else getattr(parsed, "reason", str(parsed))
-                reward = verification_reward(
-                    ratings if ratings is not None else parsed,
-                    labels,
-                    threshold=cfg.reward.threshold,
-                    normalisation=cfg.reward.normalisation,
-                )
-                record = RowRecord(
-                    group=grp.index,
-                    sample_type=JUDGEMENT,
-                    reward=reward,
-                    completion_tokens=len(ids),
-                    task_id=grp.task.task_id,
-                    judged=judged,
-                    labels=labels,
-                    ratings=ratings,
-                    parse_failure=failure,
-                    pair_kind=grp.pair_kinds[slot],
-                )
-                detail = _judge_detail(judged, labels, ratings, failure)
-                add(record, prompt, ids, lp, 1, detail)
-        self.records = records
-        result: dict[str, Any] = dict(out)
-        if not has_logprobs:
-            result["logprobs"] = None
-        return result
+                record = self._judgement_record(grp, slot, ids, text)
+                rows.add(record, prompt, ids, lp, 1, _judge_detail(record))
+        self.records = rows.records
+        has_logprobs = all(grp.solution_logprobs is not None for grp in groups)
+        return rows.columns(has_logprobs)
+
+    def _solution_record(self, grp: _Group, ids: list[int], res: ExecResult) -> RowRecord:
+        return RowRecord(
+            group=grp.index,
+            sample_type=SOLUTION,
+            reward=1.0 if res.passed else 0.0,
+            completion_tokens=len(ids),
+            task_id=grp.task.task_id,
+            passed=res.passed,
+            exec_status=res.status,
+        )
+
+    def _judgement_record(self, grp: _Group, slot: int, ids: list[int], text: str) -> RowRecord:
+        """The judgement in ``slot``: its parsed ratings (or why not) and its reward."""
+        judged = grp.judged[slot]
+        labels = tuple(bool(grp.results[i].passed) for i in judged)
+        parsed = parse_pair_ratings(text) if len(judged) == 2 else parse_rating(text)
+        if isinstance(parsed, RatingFailure):
+            ratings, failure = None, parsed.reason
+        else:
+            ratings, failure = (parsed if isinstance(parsed, tuple) else (parsed,)), None
+        reward = verification_reward(
+            ratings if ratings is not None else parsed,
+            labels,
+            threshold=self.cfg.reward.threshold,
+            normalisation=self.cfg.reward.normalisation,
+        )
+        return RowRecord(
+            group=grp.index,
+            sample_type=JUDGEMENT,
+            reward=reward,
+            completion_tokens=len(ids),
+            task_id=grp.task.task_id,
+            judged=judged,
+            labels=labels,
+            ratings=ratings,
+            parse_failure=failure,
+            pair_kind=grp.pair_kinds[slot],
+        )
 
     def _decode(self, ids: list[list[int]]) -> list[str]:
         return [self.decode(x) for x in ids]
+
+
+class _Rows:
+    """TRL's per-row columns as they are built, and the record of each row."""
+
+    def __init__(self) -> None:
+        self.records: list[RowRecord] = []
+        self.out: dict[str, list[Any]] = {
+            name: []
+            for name in (
+                "prompt_ids",
+                "completion_ids",
+                "logprobs",
+                "env_mask",
+                "pairrl_sample_type",
+                "pairrl_reward",
+                "pairrl_detail",
+            )
+        }
+
+    def add(
+        self,
+        record: RowRecord,
+        prompt: list[int],
+        completion: list[int],
+        logprobs: list[float] | None,
+        mask: int,
+        detail: str,
+    ) -> None:
+        """One row; ``mask`` 0 keeps its tokens out of the loss (TRL's ``env_mask``)."""
+        record.check()
+        self.records.append(record)
+        out = self.out
+        out["prompt_ids"].append(prompt)
+        out["completion_ids"].append(completion)
+        out["logprobs"].append(logprobs if logprobs is not None else [0.0] * len(completion))
+        out["env_mask"].append([mask] * len(completion))
+        out["pairrl_sample_type"].append(record.sample_type)
+        out["pairrl_reward"].append(record.reward)
+        out["pairrl_detail"].append(detail)
+
+    def columns(self, has_logprobs: bool) -> dict[str, Any]:
+        """The dict TRL takes from a ``rollout_func`` (``logprobs`` None without an engine's)."""
+        result: dict[str, Any] = dict(self.out)
+        if not has_logprobs:
+            result["logprobs"] = None
+        return result
 
 
 def _prompt_key(prompt: Any) -> str:
@@ -345,18 +371,18 @@ def _prompt_key(prompt: Any) -> str:
     return str(prompt[-1]["content"])
 
 
-def _judge_detail(
-    judged: tuple[int, ...],
-    labels: tuple[bool, ...],
-    ratings: tuple[int, ...] | None,
-    failure: str | None,
-) -> str:
-    names = "AB" if len(judged) == 2 else "X"
+def _judge_detail(record: RowRecord) -> str:
+    """The completions table's line for a judgement: what was judged, and the verdict."""
+    names = "AB" if len(record.judged) == 2 else "X"
     parts = [
         f"{n}=sol{i}({'pass' if y else 'fail'})"
-        for n, i, y in zip(names, judged, labels, strict=True)
+        for n, i, y in zip(names, record.judged, record.labels, strict=True)
     ]
-    verdict = f"ratings {ratings}" if ratings is not None else f"unparsed: {failure}"
+    verdict = (
+        f"ratings {record.ratings}"
+        if record.ratings is not None
+        else f"unparsed: {record.parse_failure}"
+    )
     return " ".join(parts) + f" -> {verdict}"
 
 

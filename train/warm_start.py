@@ -40,7 +40,28 @@ def warm_start(
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
     dataset = Dataset.from_list([{"messages": conv} for conv in conversations])
-    args = SFTConfig(
+    args = SFTConfig(**_sft_args(out_dir, steps=steps, lr=lr, batch_size=batch_size, seed=seed))
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    trainer.train()
+    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trainer.model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return {
+        "steps": steps,
+        "first_loss": losses[0] if losses else None,
+        "last_loss": losses[-1] if losses else None,
+        "wall_s": time.perf_counter() - started,
+        "out_dir": str(out),
+    }
+
+
+def _sft_args(
+    out_dir: str | Path, *, steps: int, lr: float, batch_size: int, seed: int
+) -> dict[str, Any]:
+    """SFTConfig's arguments: assistant-only loss, cosine schedule, no checkpoints."""
+    return dict(
         output_dir=str(Path(out_dir) / "sft_trainer"),
         max_steps=steps,
         learning_rate=lr,
@@ -64,17 +85,3 @@ def warm_start(
         # its Accelerator with these settings, and accelerate refuses to change them.
         bf16=False,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
-    trainer.train()
-    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    trainer.model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return {
-        "steps": steps,
-        "first_loss": losses[0] if losses else None,
-        "last_loss": losses[-1] if losses else None,
-        "wall_s": time.perf_counter() - started,
-        "out_dir": str(out),
-    }

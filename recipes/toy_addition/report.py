@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = ["GOAL_POINTS", "curves_from_log_history", "goal_checks", "plot_demo", "write_summary"]
 
-GOAL_POINTS = 0.05  # the issue's bar: both held-out metrics rise by at least 5 points
+GOAL_POINTS = 0.05  # the demo's bar: both held-out metrics rise by at least 5 points
 
 CURVE_KEYS = {
     "solution_pass_rate": "pairrl/solution_pass_rate",
@@ -42,7 +42,7 @@ def curves_from_log_history(log_history: Sequence[dict[str, Any]]) -> dict[str, 
 
 
 def goal_checks(warm: dict[str, Any], final: dict[str, Any]) -> dict[str, Any]:
-    """The issue's three criteria, computed from the held-out metrics (never tuned here).
+    """The demo's three criteria, computed from the held-out metrics (never tuned here).
 
     >>> goal_checks({"solution_pass_rate": 0.5, "judge_balanced_accuracy": 0.6},
     ...             {"solution_pass_rate": 0.6, "judge_balanced_accuracy": 0.62,

@@ -3,7 +3,7 @@
 Each problem asks for a python function ``f()`` returning ``a + b`` and is a real
 ``rewards.Task``: its hidden test ``assert f() == <sum>`` runs in the sandboxed executor,
 exactly as a code benchmark's tests do. The family is chosen for what a tiny model can
-learn on two CPU cores (a feasibility probe found 2-digit addition learnable by GRPO, with
+learn on two CPU cores (2-digit addition is learnable by GRPO at this size, with
 errors that are systematic but sometimes sampled right, such as a dropped carry), and the
 sum always has three digits so that answers have a fixed width.
 

@@ -117,3 +117,31 @@ def test_grpo_config_accepts_mapping(tmp_path: Path) -> None:
     assert args.num_generations == 8 and args.scale_rewards == "none"
     assert args.generation_batch_size == cfg.batch.problems_per_step * 8
     assert args.max_completion_length == 40 and not args.bf16
+
+
+def test_recipe_errors_name_the_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairrl.train.recipe import resolve_recipe
+
+    toy = CONFIGS / "toy_cpu.yaml"
+    cfg = load_config(toy, TrainConfig, ["recipe.options.eval_k=1"])
+    with pytest.raises(ConfigError, match=r"recipe\.options\.eval_k = 1 is invalid"):
+        resolve_recipe(cfg.recipe)
+    cfg = load_config(toy, TrainConfig, ["recipe.options.evalk=8"])
+    with pytest.raises(ConfigError, match=r"recipe\.options\.evalk: unknown key"):
+        resolve_recipe(cfg.recipe)
+    cfg = load_config(toy, TrainConfig, ["recipe.name=no_such_recipe_module"])
+    with pytest.raises(ConfigError, match="cannot import recipe module 'no_such_recipe_module'"):
+        resolve_recipe(cfg.recipe)
+    with pytest.raises(ConfigError, match="go together"):
+        load_config(toy, TrainConfig, ["data.source=tiny_code"])
+    # A user's recipe is any module in the working directory that exposes RECIPE.
+    (tmp_path / "my_recipe.py").write_text(
+        "from pairrl.recipes.toy_addition.recipe import ToyAdditionRecipe\n"
+        "class Mine(ToyAdditionRecipe):\n    pass\nRECIPE = Mine()\nNOT_A_RECIPE = object()\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(toy, TrainConfig, ["recipe.name=my_recipe"])
+    assert type(resolve_recipe(cfg.recipe).recipe).__name__ == "Mine"
+    cfg = load_config(toy, TrainConfig, ["recipe.name=my_recipe:NOT_A_RECIPE"])
+    with pytest.raises(ConfigError, match="is not a Recipe"):
+        resolve_recipe(cfg.recipe)

@@ -197,3 +197,47 @@ def test_deepcoder_rows_become_stdio_tasks() -> None:
             {"problem": "p", "tests": [{"input": "1", "output": "2", "testtype": "functional"}]},
             "x",
         )
+
+
+def _label_with_sandbox_error(broken: set[str]):
+    """The scripted executor, except that the candidates in ``broken`` hit a sandbox error."""
+
+    def label(jobs: list[Any]) -> list[ExecResult]:
+        out = []
+        for res in _label(jobs):
+            if res.candidate_id in broken:
+                res = ExecResult(
+                    res.task_id, res.candidate_id, False, "sandbox_error", 0, 0, "bwrap died", 0.0
+                )
+            out.append(res)
+        return out
+
+    return label
+
+
+@pytest.mark.parametrize("mode", ["pairrl", "pointrl"])
+def test_sandbox_errors_are_unlabelled_never_paired_and_carry_no_gradient(mode: str) -> None:
+    # p0's solution 0 passes but its execution hits a sandbox error (an infrastructure
+    # failure, not a wrong answer): it must not be rewarded 0, judged, or trained on.
+    rollout, _, prompts = _rollout(mode, 4, 4)
+    rollout.label = _label_with_sandbox_error({"s0-p0-0"})
+    out = rollout(prompts, trainer=None)
+    assert out["pairrl_sample_type"][0] == "unlabelled"
+    assert out["pairrl_reward"][0] is None and out["env_mask"][0] == [0, 0]
+    assert out["pairrl_reward"][1:4] == [0.0, 0.0, 1.0]  # the other solutions are labelled
+    for record in rollout.records:
+        if record.sample_type == "judgement" and record.group == 0:
+            assert 0 not in record.judged, f"the unlabelled solution was judged: {record}"
+    from pairrl.train.advantages import compute_advantages
+    from pairrl.train.metrics import step_metrics
+
+    records = rollout.records
+    advantages = compute_advantages(
+        [r.group for r in records], [r.sample_type for r in records], [r.reward for r in records]
+    )
+    assert advantages[0] == 0.0
+    # p0's labelled solutions: rewards 0, 0, 1 -> mean 1/3 -> advantages -1/3, -1/3, 2/3
+    assert advantages[1:4] == pytest.approx([-1 / 3, -1 / 3, 2 / 3])
+    metrics = step_metrics(records)
+    assert metrics["pairrl/unlabelled_solutions"] == 1.0 and metrics["exec/sandbox_error"] == 1.0
+    assert metrics["pairrl/solution_pass_rate"] == pytest.approx(1 / 7)  # 1 of 7 labelled

@@ -6,7 +6,7 @@ judgements against the mean of *all* judgement rows in the batch, as the paper d
 and TRL always makes a group's advantages sum to zero, which a batch baseline does not.
 So ``PairRLTrainer`` lets TRL run unchanged and replaces only the advantages with these.
 
-Definitions (rows of type ``no_pair`` always get 0):
+Definitions (``no_pair`` and ``unlabelled`` rows always get 0 and enter no baseline):
 
 * solution row i of problem p:  A_i = r_i - mean_{solutions of p} r
 * judgement row j:              A_j = lambda * (r_j - b),
@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION
+from pairrl.train.layout import JUDGEMENT, NO_REWARD, SOLUTION
 
 __all__ = ["EPS_STD", "compute_advantages"]
 
@@ -62,10 +62,10 @@ def compute_advantages(
     if scale not in ("none", "group", "batch"):
         raise ValueError(f"scale {scale!r}; allowed: none, group, batch")
     for i, (kind, reward) in enumerate(zip(sample_types, rewards, strict=True)):
-        if kind not in (SOLUTION, JUDGEMENT, NO_PAIR):
+        if kind not in (SOLUTION, JUDGEMENT, *NO_REWARD):
             raise ValueError(f"row {i}: unknown sample type {kind!r}")
         has_reward = reward is not None and reward == reward  # not NaN
-        if (kind == NO_PAIR) == has_reward:
+        if (kind in NO_REWARD) == has_reward:
             raise ValueError(f"row {i}: {kind} row with reward {reward!r}")
 
     # Baseline sets: solutions by problem; judgements by problem or all together.

@@ -9,6 +9,11 @@ that order. PairRL fills a group as::
 (every solution failed, or fewer distinct eligible pairs than slots). They carry a
 one-token placeholder completion, no reward, zero advantage and a zero loss mask, so
 they add neither gradient nor tokens to the loss normaliser; they are counted.
+
+``unlabelled`` rows are solution slots whose execution ended in ``sandbox_error``: an
+infrastructure failure, never a wrong answer (the executor's contract). They keep their
+completion but carry no reward, zero advantage and a zero loss mask, never enter a pair or
+a pointwise judgement, and are counted (``pairrl/unlabelled_solutions``).
 PointRL uses the same layout with pointwise judgements; GRPO has G_gen = G, G_ver = 0.
 """
 
@@ -22,16 +27,19 @@ __all__ = [
     "JUDGEMENT",
     "NO_PAIR",
     "SOLUTION",
+    "UNLABELLED",
     "RowRecord",
     "SampleType",
     "check_group_order",
     "group_layout",
 ]
 
-SampleType = Literal["solution", "judgement", "no_pair"]
+SampleType = Literal["solution", "judgement", "no_pair", "unlabelled"]
 SOLUTION: SampleType = "solution"
 JUDGEMENT: SampleType = "judgement"
 NO_PAIR: SampleType = "no_pair"
+UNLABELLED: SampleType = "unlabelled"
+NO_REWARD: tuple[str, ...] = (NO_PAIR, UNLABELLED)  # rows that carry no reward, no gradient
 
 
 def group_layout(num_solutions: int, num_judgements: int, num_pairs: int) -> list[SampleType]:
@@ -58,7 +66,7 @@ class RowRecord:
     """What the rollout knows about one row; plain data so it can be gathered across processes.
 
     ``group`` is the problem's index in the *global* batch. ``reward`` is None exactly for
-    ``no_pair`` rows. Solution rows carry the execution outcome; judgement rows carry the
+    ``no_pair`` and ``unlabelled`` rows. Solution rows carry the execution outcome; judgement rows carry the
     judged solutions' labels, the parsed ratings (None when unparseable, with the reason)
     and, for pairs, the pair kind.
     """
@@ -80,9 +88,11 @@ class RowRecord:
 
     def check(self) -> None:
         """Raise ValueError when the record is inconsistent with its sample type."""
-        if self.sample_type == NO_PAIR:
+        if self.sample_type in NO_REWARD:
             if self.reward is not None:
-                raise ValueError(f"no_pair row of group {self.group} has a reward {self.reward}")
+                raise ValueError(
+                    f"{self.sample_type} row of group {self.group} has a reward {self.reward}"
+                )
             return
         if self.reward is None or self.reward != self.reward:  # None or NaN
             raise ValueError(f"{self.sample_type} row of group {self.group} has no reward")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from pairrl.rewards import normalise_rating
 from pairrl.rollout.judge_quality import item_quality
-from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord
+from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED, RowRecord
 
 __all__ = ["step_metrics"]
 
@@ -30,6 +30,7 @@ def step_metrics(
     solutions = [r for r in rows if r.sample_type == SOLUTION]
     judgements = [r for r in rows if r.sample_type == JUDGEMENT]
     empty = [r for r in rows if r.sample_type == NO_PAIR]
+    unlabelled = [r for r in rows if r.sample_type == UNLABELLED]
     slots = len(judgements) + len(empty)
     out: dict[str, float | None] = {
         "pairrl/solution_pass_rate": _ratio(sum(bool(r.passed) for r in solutions), len(solutions)),
@@ -53,12 +54,14 @@ def step_metrics(
         )
         if slots
         else None,
+        "pairrl/unlabelled_solutions": float(len(unlabelled)),
         "tokens/solution": float(sum(r.completion_tokens for r in solutions)),
         "tokens/judgement": float(sum(r.completion_tokens for r in judgements)),
     }
     out.update(_judge_quality(judgements, normalisation))
     out.update(_position_bias(judgements))
-    for status, count in sorted(Counter(r.exec_status or "unknown" for r in solutions).items()):
+    executed = solutions + unlabelled
+    for status, count in sorted(Counter(r.exec_status or "unknown" for r in executed).items()):
         out[f"exec/{status}"] = float(count)
     return {k: float(v) for k, v in out.items() if v is not None}
 

@@ -35,7 +35,14 @@ from pairrl.rewards.results import ExecJob, ExecResult
 from pairrl.rewards.tasks import Task
 from pairrl.train.config import TrainConfig
 from pairrl.train.judge_targets import pointwise_targets, step_seed
-from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION, RowRecord, group_layout
+from pairrl.train.layout import (
+    JUDGEMENT,
+    NO_PAIR,
+    SOLUTION,
+    UNLABELLED,
+    RowRecord,
+    group_layout,
+)
 from pairrl.train.prompt_kit import Messages, PromptKit
 
 __all__ = ["Generator", "PairRLRollout", "RolloutError"]
@@ -196,7 +203,7 @@ class PairRLRollout:
         slots: list[tuple[int, int]] = []
         prompt_ids: list[list[int]] = []
         for k, grp in enumerate(groups):
-            labels = [r.passed for r in grp.results]
+            labels = [None if r.status == "sandbox_error" else r.passed for r in grp.results]
             seed = step_seed(self.cfg.rollout.pair_seed, step, grp.index)
             grp.judged, grp.pair_kinds = self._targets(labels, seed)
             for slot, judged in enumerate(grp.judged):
@@ -224,20 +231,26 @@ class PairRLRollout:
         }
 
     def _targets(
-        self, labels: list[bool], seed: int
+        self, labels: list[bool | None], seed: int
     ) -> tuple[list[tuple[int, ...]], list[str | None]]:
+        """What each verification slot judges. Unlabelled solutions (``None``: a sandbox
+        error) are never judged: pairs and pointwise targets come from the labelled ones."""
         n_ver = self.cfg.rollout.judgements_per_problem
+        usable = [i for i, y in enumerate(labels) if y is not None]
+        sub = [bool(labels[i]) for i in usable]
         if self.cfg.rollout.mode == "pointrl":
-            return [(i,) for i in pointwise_targets(labels, n_ver, seed)], [None] * n_ver
-        plan = self.prompts.build_pairs(labels, n_ver, seed)
-        pairs = [tuple(p) for p in plan.pairs]
+            if not usable:
+                return [], []
+            return [(usable[i],) for i in pointwise_targets(sub, n_ver, seed)], [None] * n_ver
+        plan = self.prompts.build_pairs(sub, n_ver, seed)
+        pairs = [tuple(usable[i] for i in p) for p in plan.pairs]
         kinds = list(plan.kinds)
         if len(pairs) > n_ver or len(kinds) != len(pairs):
             raise RolloutError(
                 f"pair plan has {len(pairs)} pairs / {len(kinds)} kinds for {n_ver} slots"
             )
         for (a, b), kind in zip(pairs, kinds, strict=True):
-            if not labels[a] and not labels[b]:
+            if not (labels[a] or labels[b]):
                 raise RolloutError(f"pair plan holds an incorrect-incorrect pair ({a}, {b})")
             if kind not in ("correct_incorrect", "correct_correct"):
                 raise RolloutError(f"unknown pair kind {kind!r}")
@@ -258,7 +271,8 @@ class PairRLRollout:
             for i, (ids, res) in enumerate(zip(grp.solution_ids, grp.results, strict=True)):
                 lp = grp.solution_logprobs[i] if grp.solution_logprobs is not None else None
                 record = self._solution_record(grp, ids, res)
-                rows.add(record, grp.prompt_ids, ids, lp, 1, f"solution {i}: {res.status}")
+                mask = 0 if record.sample_type == UNLABELLED else 1
+                rows.add(record, grp.prompt_ids, ids, lp, mask, f"solution {i}: {res.status}")
             layout = group_layout(g_gen, g_ver, len(grp.judged))
             for slot, kind in enumerate(layout[g_gen:]):
                 if kind == NO_PAIR:
@@ -275,6 +289,15 @@ class PairRLRollout:
         return rows.columns(has_logprobs)
 
     def _solution_record(self, grp: _Group, ids: list[int], res: ExecResult) -> RowRecord:
+        if res.status == "sandbox_error":  # infrastructure: no label, no reward, no gradient
+            return RowRecord(
+                group=grp.index,
+                sample_type=UNLABELLED,
+                reward=None,
+                completion_tokens=len(ids),
+                task_id=grp.task.task_id,
+                exec_status=res.status,
+            )
         return RowRecord(
             group=grp.index,
             sample_type=SOLUTION,

@@ -80,8 +80,8 @@ def pair_verification(
 class _NoRewardRowFilter(logging.Filter):
     """Drop TRL's per-step warning about rows no reward function scores.
 
-    ``no_pair`` rows have no reward by design (they carry no gradient and are counted in
-    ``pairrl/no_pair_rows``); ``RowRecord.check`` already rejects any other row without one.
+    ``no_pair`` and ``unlabelled`` rows have no reward by design (they carry no gradient and
+    are counted); ``RowRecord.check`` already rejects any other row without one.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:

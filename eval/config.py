@@ -126,8 +126,28 @@ class JudgeConfig(PairrlModel):
         "the tags the judge wrote (expected), or no reasoning: tags forced at once and "
         "read as expectations (forced)",
     )
-    max_tokens: int = Field(512, ge=1, le=65536, description="Judge completion tokens")
-    temperature: float = Field(0.0, ge=0.0, le=10.0, description="Judge temperature")
+    max_tokens: int = Field(
+        512,
+        ge=1,
+        le=65536,
+        description="Judge completion tokens (the paper's judges reason at length: thousands)",
+    )
+    temperature: float = Field(
+        0.0,
+        ge=0.0,
+        le=10.0,
+        description="Judge temperature; 0 is greedy (repeatable), the paper samples at 0.6",
+    )
+    top_p: float = Field(
+        1.0, gt=0.0, le=1.0, description="Judge nucleus sampling mass; the paper's is 0.95"
+    )
+    min_rating_mass: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Log-probability read-outs (expected, forced, pointwise A/B) fail when the "
+        "rating (or A/B) tokens hold less next-token mass than this",
+    )
     thinking_budget: int = Field(
         256, ge=1, le=65536, description="Thinking tokens for pointwise_think"
     )

@@ -2,7 +2,8 @@
 
 `CachedJudge` wraps `pairrl.rollout.judges.PairwiseJudge` / `PointwiseJudge`. Every judgement is
 stored under a content key (judge identity, read-out, sampling, thinking budget, problem,
-solutions in A/B order). In `compute` mode cached verdicts are reused; cached
+solutions in A/B order, and for a pair asked again by the same tournament its occurrence:
+a repeat is a fresh sample, with its own sampling seed, never a replay of the first). In `compute` mode cached verdicts are reused; cached
 *infrastructure* failures (transport, timeout, scoring call) are retried once per run,
 while judge-output failures (unparseable, truncated) are kept: they are the judge's
 answer. In `replay` mode (the gate) the model is never called: an absent entry comes
@@ -79,6 +80,7 @@ class CachedJudge:
     pair_cache: StageCache
     point_cache: StageCache
     batch_size: int = 16
+    min_rating_mass: float = 0.5
     fresh_calls: int = field(default=0)
 
     def _settings(self) -> dict[str, Any]:
@@ -89,22 +91,29 @@ class CachedJudge:
             "top_p": s.top_p,
             "max_tokens": s.max_tokens,
             "seed": s.seed,
+            "min_rating_mass": self.min_rating_mass,
         }
 
-    def pair_key(self, problem: str, sol_a: str, sol_b: str) -> str:
-        """Cache key of one pairwise judgement (A/B order matters)."""
-        return content_key("pair", self._settings(), self.readout, problem, sol_a, sol_b)
+    def pair_key(self, problem: str, sol_a: str, sol_b: str, occurrence: int = 0) -> str:
+        """Cache key of one pairwise judgement (A/B order matters; ``occurrence`` counts
+        earlier asks of the same shown pair in one tournament)."""
+        parts: tuple = ("pair", self._settings(), self.readout, problem, sol_a, sol_b)
+        return content_key(*parts) if occurrence == 0 else content_key(*parts, occurrence)
 
     def point_key(self, mode: str, problem: str, solution: str) -> str:
         """Cache key of one pointwise judgement (`ab` or `ab_think`)."""
         think = self.think_tokens if mode == "ab_think" else None
         return content_key("point", self._settings(), mode, think, problem, solution)
 
-    def pairwise(self, items: Sequence[tuple[str, str, str]]) -> list[Verdict]:
-        """(problem, A, B) triples -> verdicts with values [r_a, r_b] (1..10; floats under
-        the expected read-out, rounded only where a tournament needs integers)."""
-        keys = [self.pair_key(*item) for item in items]
-        return self._resolve(keys, list(items), self.pair_cache, self._judge_pairs)
+    def pairwise(
+        self, items: Sequence[tuple[str, str, str]], occurrences: Sequence[int] | None = None
+    ) -> list[Verdict]:
+        """(problem, A, B) triples -> verdicts with values [r_a, r_b] (real numbers in
+        [1, 10]: integers when sampled, expectations under the expected read-outs)."""
+        occ = list(occurrences) if occurrences is not None else [0] * len(items)
+        keys = [self.pair_key(*item, occurrence=o) for item, o in zip(items, occ, strict=True)]
+        asks = [(*item, o) for item, o in zip(items, occ, strict=True)]
+        return self._resolve(keys, asks, self.pair_cache, self._judge_pairs)
 
     def pointwise(self, mode: str, items: Sequence[tuple[str, str]]) -> list[Verdict]:
         """(problem, solution) pairs -> verdicts with values [P(correct)]."""
@@ -152,16 +161,22 @@ class CachedJudge:
 
     # ---- model calls ------------------------------------------------------------------
 
-    def _judge_pairs(self, items: list[tuple[str, str, str]]) -> list[Verdict]:
+    def _judge_pairs(self, asks: list[tuple[str, str, str, int]]) -> list[Verdict]:
         from pairrl.rollout.judges import JudgeFailure, PairwiseJudge
         from pairrl.rollout.prompts import pairwise_messages
 
         t0 = time.perf_counter()
+        items = [(p, a, b) for p, a, b, _ in asks]
         if self.readout == "forced":
-            results = self._forced_pairs(items)
+            results = self._forced_pairs(items)  # deterministic: no sample to refresh
         else:
-            judge = PairwiseJudge(self.sampler, readout=self.readout, sampling=self.sampling)  # type: ignore[arg-type]
-            results = judge.judge(items)
+            judge = PairwiseJudge(
+                self.sampler,  # type: ignore[arg-type]
+                readout=self.readout,  # type: ignore[arg-type]
+                sampling=self.sampling,
+                min_rating_mass=self.min_rating_mass,
+            )
+            results = self._by_occurrence(judge, asks)
         per_item = (time.perf_counter() - t0) / max(1, len(items))
         out: list[Verdict] = []
         for item, res in zip(items, results, strict=True):
@@ -169,6 +184,19 @@ class CachedJudge:
             prompt_tokens = self._count_prompt(pairwise_messages(*item))
             out.append(self._verdict(res, values, prompt_tokens, per_item))
         return out
+
+    def _by_occurrence(self, judge: Any, asks: list[tuple[str, str, str, int]]) -> list[Any]:
+        """One batch per occurrence, each with its own seed (base seed + occurrence), so a
+        repeat is sampled afresh."""
+        results: list[Any] = [None] * len(asks)
+        base = self.sampling.seed
+        for occurrence in sorted({a[3] for a in asks}):
+            idx = [i for i, a in enumerate(asks) if a[3] == occurrence]
+            seed = None if base is None else base + occurrence
+            batch = judge.judge([asks[i][:3] for i in idx], seed=seed)
+            for i, res in zip(idx, batch, strict=True):
+                results[i] = res
+        return results
 
     def _forced_pairs(self, items: list[tuple[str, str, str]]) -> list[Any]:
         """The no-reasoning read-out: the answer is forced to open with `<rating_A>`, and
@@ -183,8 +211,9 @@ class CachedJudge:
         from pairrl.rollout.prompts import continuation, pairwise_messages
 
         messages = [pairwise_messages(*item) for item in items]
+        floor = self.min_rating_mass
         first = score_expected_ratings(
-            self.sampler, [continuation(m, "<rating_A>") for m in messages]
+            self.sampler, [continuation(m, "<rating_A>") for m in messages], floor
         )
         owners = [i for i, s in enumerate(first) if not isinstance(s, JudgeFailure)]
         second = score_expected_ratings(
@@ -195,6 +224,7 @@ class CachedJudge:
                 )
                 for i in owners
             ],
+            floor,
         )
         results: list[Any] = list(first)
         for i, score_b in zip(owners, second, strict=True):
@@ -212,7 +242,13 @@ class CachedJudge:
         from pairrl.rollout.prompts import pointwise_ab_messages
 
         think = self.think_tokens if mode == "ab_think" else None
-        judge = PointwiseJudge(self.sampler, mode="ab", sampling=self.sampling, think_tokens=think)  # type: ignore[arg-type]
+        judge = PointwiseJudge(
+            self.sampler,  # type: ignore[arg-type]
+            mode="ab",
+            sampling=self.sampling,
+            think_tokens=think,
+            min_rating_mass=self.min_rating_mass,
+        )
         t0 = time.perf_counter()
         results = judge.judge(items)
         per_item = (time.perf_counter() - t0) / max(1, len(items))

@@ -8,6 +8,7 @@ calls, and each missing or failed one becomes an `Issue` with its reason.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,7 @@ def build_judge(cfg: EvalConfig, cache_dir: Path, mode: str) -> CachedJudge:
         make_sampler(model, endpoint, served, j.http, j.batch_size) if mode == "compute" else None
     )
     sampling = SamplingParams(
-        temperature=j.temperature, top_p=1.0, max_tokens=j.max_tokens, seed=j.seed
+        temperature=j.temperature, top_p=j.top_p, max_tokens=j.max_tokens, seed=j.seed
     )
     return CachedJudge(
         identity=model_identity(model, endpoint, served),
@@ -106,6 +107,7 @@ def build_judge(cfg: EvalConfig, cache_dir: Path, mode: str) -> CachedJudge:
         pair_cache=StageCache(cache_dir, "pairwise"),
         point_cache=StageCache(cache_dir, "pointwise"),
         batch_size=j.batch_size,
+        min_rating_mass=j.min_rating_mass,
     )
 
 
@@ -203,11 +205,14 @@ def _tournament(
     func = getattr(tournament, func_name)
     n = len(sols)
     used: list[Verdict] = []
+    asked: Counter[tuple[int, int]] = Counter()  # earlier asks of each shown (A, B) pair
 
     def judge_pairs(pairs: list[tuple[int, int]]) -> list[tuple[int, int] | None]:
-        verdicts = judge.pairwise([(problem, sols[a], sols[b]) for a, b in pairs])
+        occurrences = [asked[pair] for pair in pairs]
+        asked.update(pairs)
+        verdicts = judge.pairwise([(problem, sols[a], sols[b]) for a, b in pairs], occurrences)
         out: list[tuple[int, int] | None] = []
-        for (a, b), v in zip(pairs, verdicts, strict=True):
+        for (a, b), v, occurrence in zip(pairs, verdicts, occurrences, strict=True):
             used.append(v)
             outcome.account(name, tid, f"pair ({a}, {b})", v)
             outcome.records.append(
@@ -221,6 +226,7 @@ def _tournament(
                     "failure": v.failure,
                     "labels": [labels[a], labels[b]],
                     "key": v.key,
+                    "occurrence": occurrence,
                 }
             )
             ok = v.ok and v.values is not None

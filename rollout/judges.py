@@ -19,8 +19,14 @@ probability is used and no extra call is made. Each rating is also tried with a 
 space (``" 7"``), for tokenizers that merge a space into the digit token. Over HTTP only the
 server's top-20 next tokens are visible: rating tokens outside them count as probability 0.
 
+Rating mass. The ten rating tokens' probability at the rating position is the read-out's
+evidence that the judge is answering with a rating at all. Below ``min_rating_mass``
+(``DEFAULT_MIN_RATING_MASS``, 0.5: most of the next-token mass) the read-out is a failure
+with its reason, not an expectation over a few stray tokens. A pointwise A/B read-out
+applies the same floor to the mass on "A" and "B".
+
 Every failure is a :class:`JudgeFailure` with a reason (sampler error, truncated output,
-unparseable or missing rating, no probability on rating tokens); nothing becomes a tie.
+unparseable or missing rating, rating mass below the floor); nothing becomes a tie.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ _SPACE_VARIANTS = ("", " ")
 _DIGITS = tuple(str(d) for d in range(10))
 
 DEFAULT_JUDGE_SAMPLING = SamplingParams(temperature=0.6, top_p=0.95, max_tokens=4096)
+DEFAULT_MIN_RATING_MASS = 0.5
 
 
 @dataclass(frozen=True)
@@ -138,9 +145,12 @@ def expected_rating(probs: dict[int, float]) -> tuple[float, float] | None:
 
 
 def score_expected_ratings(
-    sampler: Sampler, prefixes: Sequence[Prompt]
+    sampler: Sampler,
+    prefixes: Sequence[Prompt],
+    min_mass: float = DEFAULT_MIN_RATING_MASS,
 ) -> list[tuple[float, float] | JudgeFailure]:
-    """Expected rating and rating mass at the end of each prefix (two batched calls at most)."""
+    """Expected rating and rating mass at the end of each prefix (two batched calls at most);
+    a failure when the mass on the rating tokens is below ``min_mass``."""
     candidates = [v + str(k) for v in _SPACE_VARIANTS for k in RATINGS]
     firsts = sampler.next_token_logprobs(prefixes, candidates) if prefixes else []
     followups: list[tuple[int, str, Prompt]] = []
@@ -170,6 +180,13 @@ def score_expected_ratings(
         value = expected_rating(rating_distribution(first, after_one[index]))
         if value is None:
             results.append(JudgeFailure("no probability on any rating token 1..10"))
+        elif value[1] < min_mass:
+            results.append(
+                JudgeFailure(
+                    f"rating mass {value[1]:.3f} below the floor {min_mass} "
+                    "(the judge is not answering with a rating here)"
+                )
+            )
         else:
             results.append(value)
     return results
@@ -214,7 +231,9 @@ def _usable(completion: Completion) -> JudgeFailure | None:
     return None
 
 
-def _check(readout: str, think_tokens: int | None) -> None:
+def _check(readout: str, think_tokens: int | None, min_rating_mass: float) -> None:
+    if not 0.0 <= min_rating_mass <= 1.0:
+        raise ValueError(f"min_rating_mass must be in [0, 1], got {min_rating_mass}")
     if readout not in READOUTS:
         raise ValueError(f"readout {readout!r} unknown; allowed: {list(READOUTS)}")
     if think_tokens is not None and think_tokens < 1:
@@ -233,9 +252,10 @@ class PairwiseJudge:
     readout: Readout = "sampled"
     sampling: SamplingParams = DEFAULT_JUDGE_SAMPLING
     think_tokens: int | None = None
+    min_rating_mass: float = DEFAULT_MIN_RATING_MASS
 
     def __post_init__(self) -> None:
-        _check(self.readout, self.think_tokens)
+        _check(self.readout, self.think_tokens, self.min_rating_mass)
 
     def judge(
         self, items: Sequence[tuple[str, str, str]], *, seed: int | None = None
@@ -270,7 +290,7 @@ class PairwiseJudge:
                 continue
             prefixes += [continuation(prompts[index], cut_a), continuation(prompts[index], cut_b)]
             owners.append(index)
-        scores = score_expected_ratings(self.sampler, prefixes)
+        scores = score_expected_ratings(self.sampler, prefixes, self.min_rating_mass)
         for slot, index in enumerate(owners):
             score_a, score_b = scores[2 * slot], scores[2 * slot + 1]
             text = completions[index].text
@@ -300,10 +320,11 @@ class PointwiseJudge:
     readout: Readout = "sampled"
     sampling: SamplingParams = DEFAULT_JUDGE_SAMPLING
     think_tokens: int | None = None
+    min_rating_mass: float = DEFAULT_MIN_RATING_MASS
     _ab_tokens: tuple[str, ...] = field(default=("A", " A", "B", " B"), repr=False)
 
     def __post_init__(self) -> None:
-        _check(self.readout, self.think_tokens)
+        _check(self.readout, self.think_tokens, self.min_rating_mass)
         if self.mode not in POINTWISE_MODES:
             raise ValueError(f"mode {self.mode!r} unknown; allowed: {list(POINTWISE_MODES)}")
 
@@ -337,7 +358,9 @@ class PointwiseJudge:
             prefixes.append(continuation(prompts[index], cut))
             owners.append(index)
         for index, score in zip(
-            owners, score_expected_ratings(self.sampler, prefixes), strict=True
+            owners,
+            score_expected_ratings(self.sampler, prefixes, self.min_rating_mass),
+            strict=True,
         ):
             text = completions[index].text
             results[index] = (
@@ -366,17 +389,25 @@ class PointwiseJudge:
                     read_at.append((index, prompts[index], thinking.text))
         scores = self.sampler.next_token_logprobs([r[1] for r in read_at], self._ab_tokens)
         for (index, _, text), score in zip(read_at, scores, strict=True):
-            results[index] = _ab_verdict(score, text)
+            results[index] = _ab_verdict(score, text, self.min_rating_mass)
         return [r for r in results if r is not None]
 
 
-def _ab_verdict(score: dict[str, float] | SamplerError, text: str) -> PointVerdict | JudgeFailure:
+def _ab_verdict(
+    score: dict[str, float] | SamplerError, text: str, min_mass: float
+) -> PointVerdict | JudgeFailure:
     if isinstance(score, SamplerError):
         return JudgeFailure(f"scoring call failed: {score}", text)
     p_yes = sum(math.exp(score[t]) for t in ("A", " A") if t in score)
     p_no = sum(math.exp(score[t]) for t in ("B", " B") if t in score)
     if p_yes + p_no <= 0.0:
         return JudgeFailure("neither A nor B among the next-token probabilities", text)
+    if p_yes + p_no < min_mass:
+        return JudgeFailure(
+            f"A/B mass {p_yes + p_no:.3f} below the floor {min_mass} "
+            "(the judge is not answering A or B here)",
+            text,
+        )
     return PointVerdict(p_yes / (p_yes + p_no), "p_correct", text, rating_mass=p_yes + p_no)
 
 

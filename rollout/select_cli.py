@@ -185,6 +185,12 @@ def select_cmd(
     think_tokens: int | None = typer.Option(
         None, min=1, help="Thinking budget, then </think> is forced."
     ),
+    min_rating_mass: float = typer.Option(
+        0.5,
+        min=0.0,
+        max=1.0,
+        help="expected: fail a rating whose tokens hold less next-token mass than this.",
+    ),
     seed: int = typer.Option(0, help="Seed for the schedule and the judge's sampling."),
     connect_timeout: float = typer.Option(5.0, min=0.001),
     read_timeout: float = typer.Option(600.0, min=0.001),
@@ -237,6 +243,7 @@ def select_cmd(
         readout=readout,
         sampling=sampling,
         think_tokens=think_tokens,  # type: ignore[arg-type]
+        min_rating_mass=min_rating_mass,
     )
     result, judge_pairs = run_selection(
         judge, problem_text, candidates, schedule=schedule, budget=budget, domain=domain, seed=seed

@@ -31,6 +31,8 @@ def _config(shared: Path, out: Path, **candidates: object) -> EvalConfig:
             "candidates": {"k": 2, "sampling": {"max_tokens": 24, "seed": 0}, **candidates},
             "judge": {
                 "readout": "forced",
+                # random weights put little mass on the rating tokens; this tests plumbing
+                "min_rating_mass": 0.0,
                 "max_tokens": 8,
                 "thinking_budget": 4,
                 "served_model": "tiny",

@@ -220,7 +220,7 @@ def _token(sampler: HFSampler, text: str) -> int:
 def test_expected_readout_on_tiny_model_matches_a_manual_forward(tiny: HFSampler) -> None:
     """Rating 10 = P("1") P("0" | "1") under the digit-splitting tiny tokenizer."""
     prefix = continuation([{"role": "user", "content": "rate it"}], "ok <rating_A>")
-    ((value, mass),) = score_expected_ratings(tiny, [prefix])
+    ((value, mass),) = score_expected_ratings(tiny, [prefix], min_mass=0.0)  # random weights
     probs = _next_probs(tiny, prefix)
     after_one = _next_probs(tiny, continuation(prefix, "1"))
     p = {k: float(probs[_token(tiny, str(k))]) for k in range(2, 10)}
@@ -242,7 +242,10 @@ def test_pairwise_expected_on_tiny_model_with_scripted_text(tiny: HFSampler) -> 
         ).generate
         next_token_logprobs = tiny.next_token_logprobs
 
-    (verdict,) = PairwiseJudge(ForcedText(), readout="expected", sampling=PARAMS).judge([ITEM])
+    # (random weights hold little rating mass: the floor is off for this plumbing check)
+    (verdict,) = PairwiseJudge(
+        ForcedText(), readout="expected", sampling=PARAMS, min_rating_mass=0.0
+    ).judge([ITEM])
     assert isinstance(verdict, PairVerdict)
     assert 1.0 <= verdict.rating_a <= 10.0 and 1.0 <= verdict.rating_b <= 10.0
     assert all(0.0 < m < 1.0 for m in verdict.rating_mass)
@@ -273,7 +276,29 @@ def test_every_prompt_and_judge_runs_on_tiny_model(tiny: HFSampler) -> None:
         for r in results:
             assert isinstance(r, PointVerdict) or (isinstance(r, JudgeFailure) and r.reason)
     # The no-think A/B read-out is exact: P(A) / (P(A) + P(B)) at the generation prompt.
-    (ab,) = PointwiseJudge(tiny, mode="ab", sampling=PARAMS).judge(points[:1])
+    # (random weights hold little A/B mass: the floor is off for this exactness check)
+    (ab,) = PointwiseJudge(tiny, mode="ab", sampling=PARAMS, min_rating_mass=0.0).judge(points[:1])
     probs = _next_probs(tiny, pointwise_ab_messages(*points[0]))
     p_a, p_b = float(probs[_token(tiny, "A")]), float(probs[_token(tiny, "B")])
     assert isinstance(ab, PointVerdict) and ab.value == pytest.approx(p_a / (p_a + p_b), rel=1e-4)
+
+
+def test_expected_readout_fails_below_the_mass_floor() -> None:
+    # At <rating_A> the judge puts 0.3 on "7" and the rest elsewhere: the expectation would
+    # be exactly 7.0, but a 0.3 mass is not an answer. The floor (0.5 by default) says so.
+    def score(prompt) -> dict[str, float]:
+        return {"7": ln(0.3), "x": ln(0.7)}
+
+    sampler = ScriptedSampler(_says("<rating_A>7</rating_A> <rating_B>7</rating_B>"), score)
+    (failure,) = PairwiseJudge(sampler, readout="expected", sampling=PARAMS).judge([ITEM])
+    assert isinstance(failure, JudgeFailure)
+    assert "rating mass 0.300 below the floor 0.5" in failure.reason
+    (verdict,) = PairwiseJudge(
+        sampler, readout="expected", sampling=PARAMS, min_rating_mass=0.25
+    ).judge([ITEM])
+    assert isinstance(verdict, PairVerdict) and verdict.rating_a == pytest.approx(7.0)
+    ab = ScriptedSampler(_says(""), lambda p: {"A": ln(0.2), "B": ln(0.1)})
+    (point,) = PointwiseJudge(ab, mode="ab", sampling=PARAMS).judge([(ITEM[0], ITEM[1])])
+    assert isinstance(point, JudgeFailure) and "A/B mass 0.300 below the floor" in point.reason
+    with pytest.raises(ValueError, match="min_rating_mass"):
+        PairwiseJudge(sampler, min_rating_mass=1.5)

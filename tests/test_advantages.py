@@ -150,3 +150,16 @@ def test_group_layout_and_order() -> None:
     check_group_order([0, 0, 1, 1], 2)
     with pytest.raises(ValueError, match="mix groups"):
         check_group_order([0, 1, 1, 1], 2)
+
+
+def test_sample_type_weights_hand_worked() -> None:
+    from pairrl.train.advantages import sample_type_weights
+
+    # Tokens: solutions 10 + 30 = 40, judgements 60, no_pair 0 -> N = 100.
+    # Solutions get 100 / 40 = 2.5, the judgement 100 / 60, the no_pair row 0.
+    weights = sample_type_weights(["solution", "solution", "judgement", "no_pair"], [10, 30, 60, 0])
+    assert weights == pytest.approx([2.5, 2.5, 100 / 60, 0.0])
+    # With the weights, each type's summed token weight equals N: one token mean per type.
+    assert pytest.approx(60 * 100 / 60) == 10 * 2.5 + 30 * 2.5
+    with pytest.raises(ValueError, match="token counts"):
+        sample_type_weights(["solution"], [1, 2])

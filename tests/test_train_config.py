@@ -145,3 +145,11 @@ def test_recipe_errors_name_the_field(tmp_path: Path, monkeypatch: pytest.Monkey
     cfg = load_config(toy, TrainConfig, ["recipe.name=my_recipe:NOT_A_RECIPE"])
     with pytest.raises(ConfigError, match="is not a Recipe"):
         resolve_recipe(cfg.recipe)
+
+
+def test_per_sample_type_normalisation_needs_the_dapo_loss() -> None:
+    ok = parse_config(_base() | {"loss": {"token_normalisation": "per_sample_type"}}, TrainConfig)
+    assert ok.loss.token_normalisation == "per_sample_type"
+    bad = _base() | {"loss": {"token_normalisation": "per_sample_type", "loss_type": "grpo"}}
+    with pytest.raises(ConfigError, match="reweights TRL's dapo token mean"):
+        parse_config(bad, TrainConfig)

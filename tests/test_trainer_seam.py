@@ -13,6 +13,12 @@ of G = 4 rows (2 solutions + 2 judgement slots), lambda 0.5, batch judgement bas
         0.8 -> +0.2, 0.4 -> 0.0, 0.0 -> -0.2;   no_pair -> 0
 
     process 0 gets [0.5, -0.5, 0.2, 0.0]; process 1 gets [0.0, 0.0, -0.2, 0.0]
+
+With ``loss.token_normalisation: per_sample_type`` each row is also weighted by N / N_type
+over the loss's tokens: solutions hold 2 tokens each, judgements 4, no_pair 0 (masked):
+N = 8 + 12 = 20, N_solution = 8, N_judgement = 12 -> weights 2.5 and 5/3:
+
+    process 0 gets [1.25, -1.25, 1/3, 0.0]; process 1 gets [0.0, 0.0, -1/3, 0.0]
 """
 
 from __future__ import annotations
@@ -60,14 +66,21 @@ PROCESS_ROWS = [
 EXPECTED = [[0.5, -0.5, 0.2, 0.0], [0.0, 0.0, -0.2, 0.0]]
 
 
-def _trainer(process_index: int) -> PairRLTrainer:
+TOKENS = [[2, 2, 4, 4], [2, 2, 4, 0]]  # per row, the tokens the loss counts
+
+
+def _trainer(process_index: int, cfg: TrainConfig = CFG) -> PairRLTrainer:
     """A PairRLTrainer with only what the override reads (no model, no TRL setup)."""
     trainer = object.__new__(PairRLTrainer)
-    trainer.pairrl_cfg = CFG
+    trainer.pairrl_cfg = cfg
     trainer.pairrl_rollout = SimpleNamespace(
         records=PROCESS_ROWS[process_index], fillers=0, timings={"generate": 1.5}
     )
-    trainer.accelerator = SimpleNamespace(num_processes=2, process_index=process_index)
+    trainer.accelerator = SimpleNamespace(
+        num_processes=2,
+        process_index=process_index,
+        gather=lambda local: torch.tensor([float(c) for row in TOKENS for c in row]),
+    )
     trainer.model = SimpleNamespace(training=True)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
     # TRL logged its own group-mean advantages for the whole (gathered) batch: 8 rows.
@@ -108,3 +121,30 @@ def test_override_refuses_records_that_do_not_match_the_batch(
     monkeypatch.setattr(trainer_module.GRPOTrainer, "_generate_and_score_completions", parent)
     with pytest.raises(RuntimeError, match="4 row records for 5 rows"):
         _trainer(0)._generate_and_score_completions([{}] * 5)
+
+
+def _output(process_index: int) -> dict:
+    mask = torch.zeros(4, 4, dtype=torch.int)
+    for row, count in enumerate(TOKENS[process_index]):
+        mask[row, :count] = 1
+    return {"advantages": torch.zeros(4), "completion_mask": mask, "tool_mask": torch.ones(4, 4)}
+
+
+@pytest.mark.parametrize("process_index", [0, 1])
+def test_per_sample_type_token_normalisation(
+    monkeypatch: pytest.MonkeyPatch, process_index: int
+) -> None:
+    cfg = CFG.model_copy(
+        update={"loss": CFG.loss.model_copy(update={"token_normalisation": "per_sample_type"})}
+    )
+    monkeypatch.setattr(
+        trainer_module.GRPOTrainer,
+        "_generate_and_score_completions",
+        lambda self, inputs: _output(process_index),
+    )
+    monkeypatch.setattr(
+        trainer_module, "gather_object", lambda rows: [*PROCESS_ROWS[0], *PROCESS_ROWS[1]]
+    )
+    output = _trainer(process_index, cfg)._generate_and_score_completions([{}] * 4)
+    expected = [[1.25, -1.25, 1 / 3, 0.0], [0.0, 0.0, -1 / 3, 0.0]][process_index]
+    assert output["advantages"].tolist() == pytest.approx(expected)

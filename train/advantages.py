@@ -27,7 +27,7 @@ from typing import Literal
 
 from pairrl.train.layout import JUDGEMENT, NO_REWARD, SOLUTION
 
-__all__ = ["EPS_STD", "compute_advantages"]
+__all__ = ["EPS_STD", "compute_advantages", "sample_type_weights"]
 
 EPS_STD = 1e-4  # TRL's epsilon in (r - mean) / (std + eps)
 
@@ -95,3 +95,32 @@ def compute_advantages(
         for i, value in zip(rows, values, strict=True):
             advantages[i] = weight * (value - baseline) / divisor
     return advantages
+
+
+def sample_type_weights(sample_types: Sequence[str], token_counts: Sequence[float]) -> list[float]:
+    """Per-row advantage weights that turn TRL's batch token mean into one mean per type.
+
+    TRL's ``dapo`` loss divides the sum of every row's token losses by the batch's token
+    count N, so a sample type's share of the objective is its share of the tokens: lambda
+    means "lambda times the judgement token share", and judgement tokens dilute J_gen even
+    at lambda = 0. The per-token loss is positively homogeneous in the advantage, so
+    scaling a row's advantage by N / N_T (N_T: tokens of its type) makes the loss
+    sum_T (1 / N_T) * sum over T's tokens, i.e. J = J_gen + lambda * J_ver with each J a
+    token mean of its own type. Rows without a reward get weight 0 (their advantage is 0).
+
+    Worked example: solution rows of 10 and 30 tokens, one judgement row of 60: N = 100,
+    N_solution = 40, N_judgement = 60 -> weights 2.5, 2.5, 1.6667.
+
+    >>> [round(w, 4) for w in sample_type_weights(["solution", "solution", "judgement"], [10, 30, 60])]
+    [2.5, 2.5, 1.6667]
+    """
+    if len(sample_types) != len(token_counts):
+        raise ValueError(f"{len(sample_types)} rows but {len(token_counts)} token counts")
+    total = float(sum(token_counts))
+    per_type: dict[str, float] = {}
+    for kind, count in zip(sample_types, token_counts, strict=True):
+        per_type[kind] = per_type.get(kind, 0.0) + float(count)
+    return [
+        total / per_type[kind] if kind in (SOLUTION, JUDGEMENT) and per_type[kind] > 0 else 0.0
+        for kind in sample_types
+    ]

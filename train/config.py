@@ -229,6 +229,13 @@ class LossConfig(PairrlModel):
     epsilon_low: float = Field(default=0.2, gt=0.0, le=1.0, description="lower clip epsilon")
     epsilon_high: float = Field(default=0.28, gt=0.0, le=10.0, description="upper clip epsilon")
     beta: float = Field(default=0.0, ge=0.0, le=10.0, description="KL coefficient (0: no ref)")
+    token_normalisation: Literal["batch", "per_sample_type"] = Field(
+        default="batch",
+        description="batch: TRL's DAPO token mean over the whole batch (the paper's recipe as "
+        "we read it: one DAPO loss), so lambda weighs J_ver by the judgement token share; "
+        "per_sample_type: a token mean per sample type, so J = J_gen + lambda * J_ver holds "
+        "as written (pairrl.train.advantages.sample_type_weights; loss_type dapo only)",
+    )
     mask_truncated_completions: bool = Field(
         default=False, description="exclude completions cut at max_tokens from the loss"
     )
@@ -360,6 +367,11 @@ class TrainConfig(PairrlModel):
     def _cross_checks(self) -> TrainConfig:
         if self.batch.bf16 and self.model.dtype == "float16":
             raise ValueError("batch.bf16 = true needs model.dtype float32 or bfloat16")
+        if self.loss.token_normalisation == "per_sample_type" and self.loss.loss_type != "dapo":
+            raise ValueError(
+                "loss.token_normalisation = 'per_sample_type' reweights TRL's dapo token mean; "
+                f"loss.loss_type is {self.loss.loss_type!r}"
+            )
         if self.engine.kind == "vllm_server" and self.engine.enable_sleep_mode:
             raise ValueError("engine.enable_sleep_mode applies to vllm_colocate only")
         if (self.data.source == "recipe") != (self.recipe is not None):

@@ -31,7 +31,7 @@ from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
-from pairrl.train.advantages import compute_advantages
+from pairrl.train.advantages import compute_advantages, sample_type_weights
 from pairrl.train.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
 from pairrl.train.metrics import step_metrics
 
@@ -183,6 +183,10 @@ class PairRLTrainer(GRPOTrainer):
             gather_object(local) if self.accelerator.num_processes > 1 else local
         )
         advantages = batch_advantages(rows, self.pairrl_cfg)
+        if self.pairrl_cfg.loss.token_normalisation == "per_sample_type":
+            counts = self._loss_token_counts(output)
+            weights = sample_type_weights([r.sample_type for r in rows], counts)
+            advantages = [a * w for a, w in zip(advantages, weights, strict=True)]
         start = self.accelerator.process_index * n_local
         output["advantages"] = torch.tensor(
             advantages[start : start + n_local],
@@ -192,6 +196,17 @@ class PairRLTrainer(GRPOTrainer):
         self._replace_logged_advantages(advantages)
         self._log_pairrl_metrics(rows)
         return output
+
+    def _loss_token_counts(self, output: dict[str, Any]) -> list[float]:
+        """Per row of the whole batch, the tokens TRL's loss counts (completion mask times
+        the env/tool mask), gathered over processes in row order."""
+        mask = output["completion_mask"]
+        if output.get("tool_mask") is not None:
+            mask = mask * output["tool_mask"]
+        counts = mask.sum(dim=1).float()
+        if self.accelerator.num_processes > 1:
+            counts = self.accelerator.gather(counts)
+        return [float(c) for c in counts.tolist()]
 
     def _log_pairrl_metrics(self, rows: list[RowRecord]) -> None:
         mode = "train" if self.model.training else "eval"

@@ -1,22 +1,29 @@
-"""Selection benchmark on a simulated judge: Swiss vs sequential halving vs random pairing
-vs all pairs vs oracle.
+"""Selection benchmark on simulated judges: Swiss vs sequential halving vs the evidence
+ladder vs random pairing vs all pairs (and the oracle / chance references).
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/selection.py            # 2,000 problems
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/selection.py --quick    # 300 problems
+    OMP_NUM_THREADS=1 python3.11 selection.py --problems 2000 --seed-offset 10000  # report
+    OMP_NUM_THREADS=1 python3.11 selection.py --problems 300                     # iterate
 
-The simulated problems and judges (stated parameters) are described in
-benchmarks/selection_sim.py. For each judge, N in {8, 16} and budget B in {1N, 2N, 3N}
-it prints the selection accuracy (share of problems whose winner is correct; a problem
-with no correct candidate counts as a miss for everyone, which is why the oracle is below
-1), the rounds (batched judge calls) per tournament, the share of the Swiss -> all-pairs
-gap that halving closes, and the paired difference halving - Swiss with its standard
-error. A second table gives the scheduling overhead: CPU time per tournament with a
-judge that costs nothing (a lookup), i.e. the schedule's own work.
+The simulated problems and judges (stated parameters) are described in selection_sim.py.
+For each judge, N in {8, 16, 32} and budget B in {1N, 2N, 3N} it prints the selection
+accuracy of every schedule (share of problems whose winner is correct; a problem with no
+correct candidate is a miss for everyone, which is why the oracle is below 1), the share
+of the Swiss -> all-pairs gap that halving and the ladder close (n/a where all pairs is
+not at least 0.01 above Swiss, or for the label-blind judge), the paired difference
+ladder - Swiss and halving - Swiss with its standard error (paired by problem: same
+candidates, independent judge noise), and the rounds (batched judge calls) per
+tournament. Then: the A-biased vs B-biased judge difference per schedule (paired by
+problem), the scheduling overhead (CPU time per tournament with a judge that costs
+nothing, i.e. the schedule's own work), and the check of the ladder's targets.
+
+Problems are numbered seed_offset .. seed_offset + problems - 1: tune on one range (the
+research used 0 .. 9999) and report on another (RESULTS.md: 10000 .. 11999).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -36,11 +43,25 @@ JUDGES = [
     JudgeModel("q90", mixed_accuracy=0.9),
     JudgeModel("q80-sticky", mixed_accuracy=0.8, persistent_share=0.4),
     JudgeModel("q80-fail10", mixed_accuracy=0.8, failure_rate=0.1),
+    JudgeModel("q80-fail20", mixed_accuracy=0.8, failure_rate=0.2),
+    JudgeModel("q80-posA", mixed_accuracy=0.8, position_bias=0.3, biased_position="A"),
+    JudgeModel("q80-posB", mixed_accuracy=0.8, position_bias=0.3, biased_position="B"),
+    JudgeModel("q80-expect", mixed_accuracy=0.8, expected_ratings=True),
+    JudgeModel("q80-dead1", mixed_accuracy=0.8, dead_candidate=True),
     JudgeModel("blind", label_blind=True),
 ]
-SIZES = (8, 16)
+SIZES = (8, 16, 32)
 BUDGET_MULTIPLIERS = (1, 2, 3)
-BUDGETED = ("swiss", "sequential_halving", "random_pairing")
+BUDGETED = ("swiss", "sequential_halving", "ladder", "random_pairing")
+SHORT = {
+    "swiss": "swiss",
+    "sequential_halving": "halv",
+    "ladder": "ladder",
+    "random_pairing": "rand",
+    "all_pairs": "all",
+}
+CANDIDATE = "ladder"  # the schedule whose targets are checked
+HEADLINE = ("q80", 16, 2)
 
 
 def _problem_seed(num_candidates: int, p: int) -> int:
@@ -52,14 +73,14 @@ def _judge_seed(num_candidates: int, p: int, schedule: str, budget: int) -> int:
 
 
 def evaluate(
-    judge: JudgeModel, num_candidates: int, num_problems: int
+    judge: JudgeModel, num_candidates: int, problems: range
 ) -> dict[tuple[str, int | None], tuple[list[float], float]]:
     """Per (schedule, budget): per-problem hits (1 if the winner is correct) and mean rounds.
     Keys ("oracle", None), ("chance", None) and ("all_pairs", None) hold the references."""
     out: dict[tuple[str, int | None], tuple[list[float], float]] = {}
     labels = [
         make_problem(judge, num_candidates, _problem_seed(num_candidates, p), 0).labels
-        for p in range(num_problems)
+        for p in problems
     ]
     out[("oracle", None)] = ([float(any(y)) for y in labels], 0.0)
     # chance = a uniformly random pick: its expected accuracy is the share correct
@@ -69,7 +90,7 @@ def evaluate(
     for schedule, budget in runs:
         hits: list[float] = []
         rounds = 0
-        for p in range(num_problems):
+        for p in problems:
             problem = make_problem(
                 judge,
                 num_candidates,
@@ -85,13 +106,21 @@ def evaluate(
                 )
             hits.append(float(result.winner is not None and problem.labels[result.winner]))
             rounds += result.rounds
-        out[(schedule, budget)] = (hits, rounds / num_problems)
+        out[(schedule, budget)] = (hits, rounds / len(problems))
     return out
 
 
 def _paired_diff(a: list[float], b: list[float]) -> tuple[float, float]:
     d = [x - y for x, y in zip(a, b, strict=True)]
     return statistics.fmean(d), statistics.pstdev(d) / math.sqrt(len(d))
+
+
+def _gap(x: float, swiss: float, all_pairs: float, blind: bool) -> float:
+    return (x - swiss) / (all_pairs - swiss) if all_pairs - swiss > 0.01 and not blind else math.nan
+
+
+def _fmt_gap(g: float) -> str:
+    return "  n/a" if math.isnan(g) else f"{g:5.2f}"
 
 
 def scheduling_overhead(num_problems: int) -> list[tuple[str, int, int, float]]:
@@ -115,58 +144,159 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="300 problems per cell")
     parser.add_argument("--problems", type=int, default=None, help="problems per cell")
+    parser.add_argument("--seed-offset", type=int, default=0, help="first problem number")
+    parser.add_argument("--judges", default=None, help="comma-separated judge names (default all)")
+    parser.add_argument("--sizes", default=None, help="comma-separated N (default 8,16,32)")
+    parser.add_argument("--json", default=None, help="also write every cell's numbers here")
     args = parser.parse_args(argv)
     num_problems = args.problems or (300 if args.quick else 2000)
+    problems = range(args.seed_offset, args.seed_offset + num_problems)
+    judges = [j for j in JUDGES if args.judges is None or j.name in args.judges.split(",")]
+    sizes = tuple(int(x) for x in args.sizes.split(",")) if args.sizes else SIZES
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    print(f"# selection benchmark: {num_problems} problems per cell; judges:")
-    for judge in JUDGES:
+    print(
+        f"# selection benchmark: {num_problems} problems per cell "
+        f"(problems {problems.start}..{problems.stop - 1}); judges:"
+    )
+    for judge in judges:
         print(f"#   {judge.describe()}")
     print("# pass rate per problem ~ Beta(1.4, 2.1); accuracy = P(winner correct)")
+    print("# every comparison's A/B order is a seeded coin flip (ratings mapped back)")
     header = (
-        f"{'judge':<11} {'N':>3} {'B':>3} | {'swiss':>6} {'halving':>7} {'random':>6} "
-        f"{'all':>6} {'oracle':>6} {'chance':>6} | {'gap':>5} {'halv-swiss':>15} | "
-        f"rounds swiss/halv/rand/all"
+        f"{'judge':<11} {'N':>3} {'B':>3} | {'swiss':>6} {'halv':>6} {'ladder':>6} {'rand':>6} "
+        f"{'all':>6} {'oracle':>6} {'chance':>6} | {'gap:h':>5} {'gap:L':>5} | "
+        f"{'ladder-swiss':>14} {'halv-swiss':>14} | rounds s/h/L/r/all"
     )
     print(header)
     print("-" * len(header))
-    goal_failures = []
-    for judge in JUDGES:
-        for n in SIZES:
-            res = evaluate(judge, n, num_problems)
+    cells: list[dict] = []
+    hits_by: dict[tuple[str, int, int, str], list[float]] = {}
+    for judge in judges:
+        for n in sizes:
+            res = evaluate(judge, n, problems)
             mean = {k: statistics.fmean(v[0]) for k, v in res.items()}
+            al = mean[("all_pairs", None)]
             for m in BUDGET_MULTIPLIERS:
                 b = m * n
-                sw, hv, rp = (mean[(s, b)] for s in BUDGETED)
-                al = mean[("all_pairs", None)]
-                gap = (
-                    (hv - sw) / (al - sw) if al - sw > 0.01 and not judge.label_blind else math.nan
-                )
-                diff, se = _paired_diff(res[("sequential_halving", b)][0], res[("swiss", b)][0])
-                rounds = "/".join(
-                    f"{res[k][1]:.0f}" for k in [(s, b) for s in BUDGETED] + [("all_pairs", None)]
-                )
+                acc = {s: mean[(s, b)] for s in BUDGETED}
+                sw = acc["swiss"]
+                gap_h = _gap(acc["sequential_halving"], sw, al, judge.label_blind)
+                gap_l = _gap(acc["ladder"], sw, al, judge.label_blind)
+                dl, sel = _paired_diff(res[("ladder", b)][0], res[("swiss", b)][0])
+                dh, seh = _paired_diff(res[("sequential_halving", b)][0], res[("swiss", b)][0])
+                rounds = {s: res[(s, b)][1] for s in BUDGETED}
+                rounds["all_pairs"] = res[("all_pairs", None)][1]
+                rtxt = "/".join(f"{rounds[s]:.0f}" for s in (*BUDGETED, "all_pairs"))
                 print(
-                    f"{judge.name:<11} {n:>3} {b:>3} | {sw:6.3f} {hv:7.3f} {rp:6.3f} {al:6.3f} "
+                    f"{judge.name:<11} {n:>3} {b:>3} | {sw:6.3f} {acc['sequential_halving']:6.3f} "
+                    f"{acc['ladder']:6.3f} {acc['random_pairing']:6.3f} {al:6.3f} "
                     f"{mean[('oracle', None)]:6.3f} {mean[('chance', None)]:6.3f} | "
-                    f"{'  n/a' if math.isnan(gap) else f'{gap:5.2f}'} {diff:+7.3f} ±{se:5.3f} | "
-                    f"{rounds}"
+                    f"{_fmt_gap(gap_h)} {_fmt_gap(gap_l)} | {dl:+7.3f} ±{sel:5.3f} "
+                    f"{dh:+7.3f} ±{seh:5.3f} | {rtxt}",
+                    flush=True,
                 )
-                if m == 2 and not judge.label_blind and (gap < 0.5 or diff < -2 * se):
-                    goal_failures.append(
-                        f"{judge.name} N={n} B={b}: gap {gap:.2f}, diff {diff:+.3f}"
+                cells.append(
+                    dict(
+                        judge=judge.name,
+                        n=n,
+                        budget=b,
+                        acc=acc,
+                        all_pairs=al,
+                        oracle=mean[("oracle", None)],
+                        chance=mean[("chance", None)],
+                        gap_halving=gap_h,
+                        gap_ladder=gap_l,
+                        ladder_minus_swiss=[dl, sel],
+                        halving_minus_swiss=[dh, seh],
+                        rounds=rounds,
+                        blind=judge.label_blind,
                     )
+                )
+                for s in BUDGETED:
+                    hits_by[(judge.name, n, b, s)] = res[(s, b)][0]
+    # ------------------------------------------------------------- A- vs B-biased judge
+    bias_rows = []
+    if any(j.name == "q80-posA" for j in judges) and any(j.name == "q80-posB" for j in judges):
+        print(
+            "\n# position bias: accuracy with the A-biased minus the B-biased judge "
+            "(same problems; paired SE)"
+        )
+        print(f"{'N':>3} {'B':>3} | " + " ".join(f"{SHORT[s]:>15}" for s in BUDGETED))
+        for n in sizes:
+            for m in BUDGET_MULTIPLIERS:
+                b = m * n
+                parts = []
+                for s in BUDGETED:
+                    d, se = _paired_diff(
+                        hits_by[("q80-posA", n, b, s)], hits_by[("q80-posB", n, b, s)]
+                    )
+                    parts.append(f"{d:+7.3f} ±{se:5.3f}")
+                    bias_rows.append(dict(n=n, budget=b, schedule=s, diff=d, se=se))
+                print(f"{n:>3} {b:>3} | " + " ".join(f"{p:>15}" for p in parts))
+    # ---------------------------------------------------------------------- overhead
     print("\n# scheduling overhead, CPU ms per tournament (free judge), B = 2N (all pairs: all)")
-    for schedule, n, budget, ms in scheduling_overhead(max(200, num_problems // 4)):
+    overhead = scheduling_overhead(max(200, num_problems // 4))
+    for schedule, n, budget, ms in overhead:
         print(f"  {schedule:<20} N={n:<3} B={budget:<4} {ms:6.3f} ms")
-    verdict = "goal met" if not goal_failures else "goal NOT met: " + "; ".join(goal_failures)
-    print(
-        f"\n# goal at B=2N (close >= half the Swiss->all-pairs gap where it exceeds 0.01, never "
-        f"below Swiss by more than 2 SE): {verdict}"
+    # ------------------------------------------------------------------- targets
+    checks = []
+    head = next((c for c in cells if (c["judge"], c["n"], c["budget"] // c["n"]) == HEADLINE), None)
+    if head is not None:
+        checks.append(
+            (
+                f"gap closed at q80 N=16 B=2N >= 0.9: {head['gap_ladder']:.2f}",
+                head["gap_ladder"] >= 0.9,
+            )
+        )
+    below = [c for c in cells if c["ladder_minus_swiss"][0] < -2 * c["ladder_minus_swiss"][1]]
+    worst = min(
+        cells, key=lambda c: c["ladder_minus_swiss"][0] / max(c["ladder_minus_swiss"][1], 1e-9)
     )
+    checks.append(
+        (
+            f"never below Swiss by > 2 SE ({len(cells)} cells; worst "
+            f"{worst['judge']} N={worst['n']} B={worst['budget']}: "
+            f"{worst['ladder_minus_swiss'][0]:+.3f} ±{worst['ladder_minus_swiss'][1]:.3f})",
+            not below,
+        )
+    )
+    lad_bias = [r for r in bias_rows if r["schedule"] == CANDIDATE]
+    if lad_bias:
+        mx = max(lad_bias, key=lambda r: abs(r["diff"]))
+        checks.append(
+            (
+                f"|acc(A-biased) - acc(B-biased)| <= 0.02 in every N, B (max "
+                f"{mx['diff']:+.3f} at N={mx['n']} B={mx['budget']})",
+                abs(mx["diff"]) <= 0.02,
+            )
+        )
+    oh = next(ms for s, n, b, ms in overhead if s == CANDIDATE and n == 16)
+    checks.append((f"overhead at N=16, B=2N < 1 ms: {oh:.3f} ms", oh < 1.0))
+    print(f"\n# targets for '{CANDIDATE}':")
+    for text, ok in checks:
+        print(f"#   [{'ok' if ok else 'NOT MET'}] {text}")
+    for c in below:
+        print(
+            f"#     below Swiss: {c['judge']} N={c['n']} B={c['budget']} "
+            f"{c['ladder_minus_swiss'][0]:+.3f} ±{c['ladder_minus_swiss'][1]:.3f}"
+        )
     print(
         f"# wall time {time.perf_counter() - t_start:.0f} s, "
         f"CPU time {time.process_time() - cpu_start:.0f} s"
     )
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                dict(
+                    problems=[problems.start, problems.stop],
+                    cells=cells,
+                    bias=bias_rows,
+                    overhead=overhead,
+                    checks=checks,
+                ),
+                indent=1,
+            )
+        )
     return 0
 
 

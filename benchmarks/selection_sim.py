@@ -3,7 +3,7 @@
 Problem model: a problem's pass rate is drawn from Beta(1.4, 2.1) (mean 0.4); each of
 its N candidates is correct with that probability. P(no correct candidate) is then about
 0.06 at N = 16, so the oracle (pick a correct one whenever there is one) scores ~0.94,
-a realistic share of problems where selection cannot help.
+as in the issue's reference simulation.
 
 Judge model: each comparison rates both candidates 1..10 as
 ``clip(round(m[label] + bias_i + sigma_c * z), 1, 10)`` with ``m = 7`` for a correct and
@@ -16,6 +16,24 @@ the strictly higher rating with probability ``mixed_accuracy``; equal ratings ar
 confidence weights use. ``failure_rate`` is the chance a comparison returns None
 (an unparseable or failed call). ``label_blind`` judges rate every candidate from the same
 distribution (m = 5.5), whatever its label.
+
+Judges added for the A/B flip, float ratings and failure rules (the simulated judge sees
+each pair in the order the tournament presents it, so a position bias acts on that order):
+
+* ``position_bias`` p, ``biased_position`` "A" or "B": with probability p a verdict
+  follows position alone -- the favoured position gets 8, the other 3 (a confident
+  verdict, weight 5/9) -- otherwise the normal judge rates the pair.
+* ``expected_ratings``: a judge whose score is the expectation of its rating distribution
+  (ratings from log-probs). Per comparison the judge forms an impression
+  ``x = m[label] + bias_i + sd_x z`` of each candidate; its distribution over rating
+  tokens is that of ``clip(round(x + sd_x e), 1, 10)`` (as much token-sampling spread as
+  impression noise), and it returns ``E[rating | x] = 1 + sum_{k=1..9} P(x + sd_x e >
+  k + 1/2)``, a real number in [1, 10]. ``sd_x`` is calibrated so that the correct
+  candidate gets the higher expected rating on ``mixed_accuracy`` of mixed pairs (exact
+  ties have probability 0), i.e. as discriminative as the integer judge of that accuracy.
+* ``dead_candidate``: one candidate per problem (uniform, from the problem seed, drawn
+  after labels and biases so those match the other judges) whose comparisons always fail
+  (returns None), e.g. a solution too long for the judge's context.
 """
 
 from __future__ import annotations
@@ -76,6 +94,23 @@ def calibrate_sd(mixed_accuracy: float) -> float:
     return 0.5 * (lo + hi)
 
 
+def calibrate_expected_sd(mixed_accuracy: float) -> float:
+    """Impression noise sd of the expected-ratings judge: the correct candidate's expected
+    rating is higher iff its impression is (E[rating | x] increases with x), so
+    P = Phi((m_c - m_i) / (sqrt(2) sd)) and sd = (m_c - m_i) / (sqrt(2) Phi^-1(P))."""
+    lo, hi = -10.0, 10.0
+    for _ in range(100):  # Phi^-1 by bisection (pure python)
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _phi(mid) < mixed_accuracy else (lo, mid)
+    return (MEAN_CORRECT - MEAN_INCORRECT) / (math.sqrt(2.0) * 0.5 * (lo + hi))
+
+
+def expected_rating(x: float, sd: float) -> float:
+    """E[clip(round(x + sd e), 1, 10)], e ~ N(0, 1): 1 + sum_k P(x + sd e > k + 1/2)."""
+    c = 1.0 / (sd * math.sqrt(2.0))
+    return 1.0 + sum(0.5 * math.erfc((k + 0.5 - x) * c) for k in range(1, 10))
+
+
 @dataclass(frozen=True)
 class JudgeModel:
     """Stated parameters of one simulated judge (see the module docstring)."""
@@ -86,17 +121,38 @@ class JudgeModel:
     failure_rate: float = 0.0
     label_blind: bool = False
     blind_sd: float = 2.0
+    position_bias: float = 0.0
+    biased_position: str = "A"
+    expected_ratings: bool = False
+    dead_candidate: bool = False
 
     def describe(self) -> str:
         if self.label_blind:
             return f"{self.name}: label-blind, ratings ~ round(5.5 + {self.blind_sd} z)"
-        sd = calibrate_sd(self.mixed_accuracy)
-        return (
-            f"{self.name}: P(correct rated higher | mixed pair) = {self.mixed_accuracy}, "
-            f"persistent share of noise = {self.persistent_share}, "
-            f"failure rate = {self.failure_rate}, noise sd = {sd:.3f}, "
-            f"P(tie | mixed pair) = {p_tie(MEAN_CORRECT, MEAN_INCORRECT, sd):.3f}"
-        )
+        if self.expected_ratings:
+            sd = calibrate_expected_sd(self.mixed_accuracy)
+            base = (
+                f"{self.name}: expected ratings E[clip(round(x + {sd:.3f} e))], impression "
+                f"x = m + {sd:.3f} z; P(correct higher | mixed pair) = {self.mixed_accuracy}"
+            )
+        else:
+            sd = calibrate_sd(self.mixed_accuracy)
+            base = (
+                f"{self.name}: P(correct rated higher | mixed pair) = {self.mixed_accuracy}, "
+                f"noise sd = {sd:.3f}, "
+                f"P(tie | mixed pair) = {p_tie(MEAN_CORRECT, MEAN_INCORRECT, sd):.3f}"
+            )
+        extra = [f"persistent share {self.persistent_share}"] if self.persistent_share else []
+        if self.failure_rate:
+            extra.append(f"failure rate {self.failure_rate}")
+        if self.position_bias:
+            extra.append(
+                f"P(verdict by position alone) = {self.position_bias}, "
+                f"favouring {self.biased_position} (8 vs 3)"
+            )
+        if self.dead_candidate:
+            extra.append("one candidate's comparisons always fail")
+        return base + ("; " + ", ".join(extra) if extra else "")
 
 
 @dataclass
@@ -109,19 +165,34 @@ class SimProblem:
     failure_rate: float
     rng: random.Random
     calls: int = 0
+    position_bias: float = 0.0
+    biased_position: str = "A"
+    expected_ratings: bool = False
+    dead: int | None = None
 
-    def judge_pairs(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int] | None]:
-        """One batched judge call over a round of pairs."""
+    def judge_pairs(self, pairs: list[tuple[int, int]]) -> list[tuple[float, float] | None]:
+        """One batched judge call over a round of pairs, each as presented (A, B)."""
         self.calls += 1
-        out: list[tuple[int, int] | None] = []
+        out: list[tuple[float, float] | None] = []
         rng = self.rng
+        sd = self.noise_sd
         for a, b in pairs:
+            if a == self.dead or b == self.dead:
+                out.append(None)
+                continue
             if self.failure_rate and rng.random() < self.failure_rate:
                 out.append(None)
                 continue
-            ra = math.floor(self.means[a] + self.noise_sd * rng.gauss(0.0, 1.0) + 0.5)
-            rb = math.floor(self.means[b] + self.noise_sd * rng.gauss(0.0, 1.0) + 0.5)
-            out.append((min(max(ra, 1), 10), min(max(rb, 1), 10)))
+            if self.position_bias and rng.random() < self.position_bias:
+                out.append((8, 3) if self.biased_position == "A" else (3, 8))
+                continue
+            xa = self.means[a] + sd * rng.gauss(0.0, 1.0)
+            xb = self.means[b] + sd * rng.gauss(0.0, 1.0)
+            if self.expected_ratings:
+                out.append((expected_rating(xa, sd), expected_rating(xb, sd)))
+            else:
+                ra, rb = math.floor(xa + 0.5), math.floor(xb + 0.5)
+                out.append((min(max(ra, 1), 10), min(max(rb, 1), 10)))
         return out
 
 
@@ -136,10 +207,34 @@ def make_problem(
     if judge.label_blind:
         total_sd = judge.blind_sd
         centre = [BLIND_MEAN] * num_candidates
+    elif judge.expected_ratings:
+        total_sd = _expected_sd(judge.mixed_accuracy)
+        centre = [MEAN_CORRECT if y else MEAN_INCORRECT for y in labels]
     else:
-        total_sd = calibrate_sd(judge.mixed_accuracy)
+        total_sd = _calibrated_sd(judge.mixed_accuracy)
         centre = [MEAN_CORRECT if y else MEAN_INCORRECT for y in labels]
     bias_sd = total_sd * math.sqrt(judge.persistent_share)
     noise_sd = total_sd * math.sqrt(1.0 - judge.persistent_share)
     means = [c + bias_sd * prng.gauss(0.0, 1.0) for c in centre]
-    return SimProblem(labels, means, noise_sd, judge.failure_rate, random.Random(judge_seed))
+    dead = prng.randrange(num_candidates) if judge.dead_candidate else None
+    return SimProblem(
+        labels,
+        means,
+        noise_sd,
+        judge.failure_rate,
+        random.Random(judge_seed),
+        position_bias=judge.position_bias,
+        biased_position=judge.biased_position,
+        expected_ratings=judge.expected_ratings,
+        dead=dead,
+    )
+
+
+@lru_cache(maxsize=16)
+def _calibrated_sd(mixed_accuracy: float) -> float:
+    return calibrate_sd(mixed_accuracy)
+
+
+@lru_cache(maxsize=16)
+def _expected_sd(mixed_accuracy: float) -> float:
+    return calibrate_expected_sd(mixed_accuracy)

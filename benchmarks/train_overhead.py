@@ -34,16 +34,17 @@ from typing import Any
 
 def warm_model(out: Path) -> Path:
     """Build the tiny model and give it the solution-format warm start (as the tests do)."""
-    from pairrl.rollout.prompts import generation_messages, pairwise_messages
+    from pairrl.rollout.prompt_kit import paper_prompt_kit
     from pairrl.tiny_model import build_tiny_model
     from pairrl.train.tiny_tasks import tiny_code_tasks, warm_start_examples
     from pairrl.train.warm_start import warm_start
 
     base = build_tiny_model(out / "tiny", seed=0)
+    kit = paper_prompt_kit()
     examples = warm_start_examples(
         tiny_code_tasks(),
-        lambda t: generation_messages(t.prompt),
-        lambda t, a, b: pairwise_messages(t.prompt, a, b),
+        kit.generation,
+        kit.pairwise,
         num_examples=512,
         judge_every=0,
     )
@@ -102,10 +103,10 @@ def matched_dataset(
     from datasets import Dataset
 
     from pairrl.rewards.results import ExecJob
-    from pairrl.train.prompt_kit import default_prompt_kit
+    from pairrl.rollout.prompt_kit import paper_prompt_kit
     from pairrl.train.tiny_tasks import ANSWER_POOL, answer_text, tiny_code_tasks
 
-    kit = default_prompt_kit()
+    kit = paper_prompt_kit()
     tasks = tiny_code_tasks()
     rng = random.Random(0)
     half = problems - judge_prompts
@@ -155,8 +156,8 @@ def grpo_steps(
     from pairrl.rewards import parse_pair_ratings, verification_reward
     from pairrl.rewards.executor import Executor
     from pairrl.rewards.results import ExecJob
+    from pairrl.rollout.prompt_kit import paper_prompt_kit
     from pairrl.train.data import build_dataset
-    from pairrl.train.prompt_kit import default_prompt_kit
     from pairrl.train.tiny_tasks import tiny_code_tasks
 
     executor = Executor(workers=2, timeout_s=5.0)
@@ -164,7 +165,7 @@ def grpo_steps(
     if judge_prompts is not None:
         dataset, by_prompt, labels = matched_dataset(problems, judge_prompts, executor)
     else:
-        dataset, by_prompt, _ = build_dataset(tiny_code_tasks(), default_prompt_kit().generation)
+        dataset, by_prompt, _ = build_dataset(tiny_code_tasks(), paper_prompt_kit().generation)
         labels = {}
 
     def correctness(

@@ -22,8 +22,8 @@ from pairrl.eval.agreement import (
 from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.labels import task_fingerprint
-from pairrl.eval.problems import problem_text
 from pairrl.eval.selectors import Selection
+from pairrl.rollout.statement import problem_text
 
 __all__ = ["agreement_inputs", "select_by_agreement"]
 

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from pairrl.config import PairrlModel
+from pairrl.rollout.recipe import RecipeConfig
 
 __all__ = [
     "ALL_SELECTORS",
@@ -42,6 +43,7 @@ SelectorName = Literal[
     "swiss_3n",
     "random_pairing_2n",
     "better_2n",
+    "ladder_2n",
 ]
 NO_JUDGE: tuple[str, ...] = ("random", "first", "agreement", "oracle")
 JUDGE_SELECTORS: tuple[str, ...] = (
@@ -53,6 +55,7 @@ JUDGE_SELECTORS: tuple[str, ...] = (
     "swiss_3n",
     "random_pairing_2n",
     "better_2n",
+    "ladder_2n",
 )
 ALL_SELECTORS: tuple[str, ...] = NO_JUDGE + JUDGE_SELECTORS
 
@@ -152,6 +155,11 @@ class JudgeConfig(PairrlModel):
         256, ge=1, le=65536, description="Thinking tokens for pointwise_think"
     )
     seed: int = Field(0, ge=0, description="Tournament and judge seed")
+    fixed_pairs: bool = Field(
+        False,
+        description="Also judge the disjoint pairs (0,1), (2,3), ... of every task once: a "
+        "fixed set of items, the same for every judge given the same pool",
+    )
     batch_size: int = Field(16, ge=1, le=4096, description="Judge prompts per call")
     http: HttpConfig = Field(default_factory=HttpConfig)
 
@@ -165,6 +173,14 @@ class ExecutorConfig(PairrlModel):
         "bwrap", description="Sandbox; 'process' gives up namespace isolation"
     )
     chunk: int = Field(256, ge=1, le=100000, description="Candidates per cached batch")
+    time_limit: Literal["fixed", "reference"] = Field(
+        "fixed",
+        description="fixed: timeout_s per candidate (per input for EvalPlus tasks); "
+        "reference: EvalPlus's rule, max(limit_floor_s, limit_factor x the reference "
+        "solution's time), for tasks that have one",
+    )
+    limit_factor: float = Field(4.0, gt=0.0, le=100.0, description="Reference mode: factor")
+    limit_floor_s: float = Field(1.0, gt=0.0, le=600.0, description="Reference mode: floor")
 
 
 class AgreementConfig(PairrlModel):
@@ -214,6 +230,11 @@ class EvalConfig(PairrlModel):
     out_dir: str = Field("runs/eval", description="Output folder (reports, records)")
     cache_dir: str | None = Field(None, description="Stage cache (default: OUT_DIR/cache)")
     tasks: TasksConfig = Field(default_factory=TasksConfig)
+    recipe: RecipeConfig | None = Field(
+        None,
+        description="a recipe (pairrl.rollout.recipe): its held-out tasks (when tasks.path "
+        "is not given) and its prompt kit for sampling and judging; default: the paper's prompts",
+    )
     candidates: CandidatesConfig
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     selectors: list[SelectorName] = Field(
@@ -234,8 +255,11 @@ class EvalConfig(PairrlModel):
     def _check(self) -> EvalConfig:
         if self.candidates.source == "pool" and self.tasks.path is None:
             pass  # allowed when the pool carries its own tests; checked on load
-        elif self.tasks.path is None:
-            raise ValueError("tasks.path is required when sampling candidates")
+        elif self.tasks.path is None and self.recipe is None:
+            raise ValueError(
+                "tasks.path is required when sampling candidates (or name a recipe: its "
+                "held-out tasks)"
+            )
         if self.shard is not None:
             i, n = (int(x) for x in self.shard.split("/"))
             if not 0 <= i < n:

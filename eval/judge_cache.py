@@ -1,9 +1,11 @@
 """Judge calls through the stage cache, with cost accounting and failure classes.
 
-`CachedJudge` wraps `pairrl.rollout.judges.PairwiseJudge` / `PointwiseJudge`. Every judgement is
-stored under a content key (judge identity, read-out, sampling, thinking budget, problem,
-solutions in A/B order, and for a pair asked again by the same tournament its occurrence:
-a repeat is a fresh sample, with its own sampling seed, never a replay of the first). In `compute` mode cached verdicts are reused; cached
+`CachedJudge` wraps `pairrl.rollout.judges.PairwiseJudge` / `PointwiseJudge`, with the
+prompts of the run's prompt kit (`pairrl.rollout.prompt_kit`). Every judgement is stored
+under a content key (judge identity, read-out, sampling, thinking budget, the prompt
+messages themselves, so a change of wording is a new judgement, and for a pair asked
+again by the same tournament its occurrence: a repeat is a fresh sample, with its own
+sampling seed, never a replay of the first). In `compute` mode cached verdicts are reused; cached
 *infrastructure* failures (transport, timeout, scoring call) are retried once per run,
 while judge-output failures (unparseable, truncated) are kept: they are the judge's
 answer. In `replay` mode (the gate) the model is never called: an absent entry comes
@@ -74,6 +76,7 @@ class CachedJudge:
 
     identity: str
     sampler: Any | None  # None in replay mode
+    kit: Any  # pairrl.rollout.prompt_kit.PromptKit
     sampling: Any  # pairrl.rollout.samplers.SamplingParams
     readout: str
     think_tokens: int
@@ -94,32 +97,34 @@ class CachedJudge:
             "min_rating_mass": self.min_rating_mass,
         }
 
-    def pair_key(self, problem: str, sol_a: str, sol_b: str, occurrence: int = 0) -> str:
-        """Cache key of one pairwise judgement (A/B order matters; ``occurrence`` counts
-        earlier asks of the same shown pair in one tournament)."""
-        parts: tuple = ("pair", self._settings(), self.readout, problem, sol_a, sol_b)
+    def pair_key(self, messages: Any, occurrence: int = 0) -> str:
+        """Cache key of one pairwise judgement (A/B order is in the prompt; ``occurrence``
+        counts earlier asks of the same shown pair in one tournament)."""
+        parts: tuple = ("pair", self._settings(), self.readout, messages)
         return content_key(*parts) if occurrence == 0 else content_key(*parts, occurrence)
 
-    def point_key(self, mode: str, problem: str, solution: str) -> str:
+    def point_key(self, mode: str, messages: Any) -> str:
         """Cache key of one pointwise judgement (`ab` or `ab_think`)."""
         think = self.think_tokens if mode == "ab_think" else None
-        return content_key("point", self._settings(), mode, think, problem, solution)
+        return content_key("point", self._settings(), mode, think, messages)
 
     def pairwise(
-        self, items: Sequence[tuple[str, str, str]], occurrences: Sequence[int] | None = None
+        self, items: Sequence[tuple[Any, str, str]], occurrences: Sequence[int] | None = None
     ) -> list[Verdict]:
-        """(problem, A, B) triples -> verdicts with values [r_a, r_b] (real numbers in
+        """(task, A, B) triples -> verdicts with values [r_a, r_b] (real numbers in
         [1, 10]: integers when sampled, expectations under the expected read-outs)."""
         occ = list(occurrences) if occurrences is not None else [0] * len(items)
-        keys = [self.pair_key(*item, occurrence=o) for item, o in zip(items, occ, strict=True)]
-        asks = [(*item, o) for item, o in zip(items, occ, strict=True)]
+        prompts = [self.kit.pairwise(task, a, b) for task, a, b in items]
+        keys = [self.pair_key(p, o) for p, o in zip(prompts, occ, strict=True)]
+        asks = list(zip(prompts, occ, strict=True))
         return self._resolve(keys, asks, self.pair_cache, self._judge_pairs)
 
-    def pointwise(self, mode: str, items: Sequence[tuple[str, str]]) -> list[Verdict]:
-        """(problem, solution) pairs -> verdicts with values [P(correct)]."""
-        keys = [self.point_key(mode, *item) for item in items]
+    def pointwise(self, mode: str, items: Sequence[tuple[Any, str]]) -> list[Verdict]:
+        """(task, solution) pairs -> verdicts with values [P(correct)]."""
+        prompts = [self.kit.pointwise_ab(task, s) for task, s in items]
+        keys = [self.point_key(mode, p) for p in prompts]
         return self._resolve(
-            keys, list(items), self.point_cache, lambda xs: self._judge_points(mode, xs)
+            keys, prompts, self.point_cache, lambda xs: self._judge_points(mode, xs)
         )
 
     def _resolve(
@@ -161,14 +166,13 @@ class CachedJudge:
 
     # ---- model calls ------------------------------------------------------------------
 
-    def _judge_pairs(self, asks: list[tuple[str, str, str, int]]) -> list[Verdict]:
+    def _judge_pairs(self, asks: list[tuple[Any, int]]) -> list[Verdict]:
         from pairrl.rollout.judges import JudgeFailure, PairwiseJudge
-        from pairrl.rollout.prompts import pairwise_messages
 
         t0 = time.perf_counter()
-        items = [(p, a, b) for p, a, b, _ in asks]
+        prompts = [p for p, _ in asks]
         if self.readout == "forced":
-            results = self._forced_pairs(items)  # deterministic: no sample to refresh
+            results = self._forced_pairs(prompts)  # deterministic: no sample to refresh
         else:
             judge = PairwiseJudge(
                 self.sampler,  # type: ignore[arg-type]
@@ -177,40 +181,34 @@ class CachedJudge:
                 min_rating_mass=self.min_rating_mass,
             )
             results = self._by_occurrence(judge, asks)
-        per_item = (time.perf_counter() - t0) / max(1, len(items))
+        per_item = (time.perf_counter() - t0) / max(1, len(prompts))
         out: list[Verdict] = []
-        for item, res in zip(items, results, strict=True):
+        for prompt, res in zip(prompts, results, strict=True):
             values = None if isinstance(res, JudgeFailure) else [float(r) for r in res.ratings]
-            prompt_tokens = self._count_prompt(pairwise_messages(*item))
-            out.append(self._verdict(res, values, prompt_tokens, per_item))
+            out.append(self._verdict(res, values, self._count_prompt(prompt), per_item))
         return out
 
-    def _by_occurrence(self, judge: Any, asks: list[tuple[str, str, str, int]]) -> list[Any]:
+    def _by_occurrence(self, judge: Any, asks: list[tuple[Any, int]]) -> list[Any]:
         """One batch per occurrence, each with its own seed (base seed + occurrence), so a
         repeat is sampled afresh."""
         results: list[Any] = [None] * len(asks)
         base = self.sampling.seed
-        for occurrence in sorted({a[3] for a in asks}):
-            idx = [i for i, a in enumerate(asks) if a[3] == occurrence]
+        for occurrence in sorted({o for _, o in asks}):
+            idx = [i for i, (_, o) in enumerate(asks) if o == occurrence]
             seed = None if base is None else base + occurrence
-            batch = judge.judge([asks[i][:3] for i in idx], seed=seed)
+            batch = judge.judge_prompts([asks[i][0] for i in idx], seed=seed)
             for i, res in zip(idx, batch, strict=True):
                 results[i] = res
         return results
 
-    def _forced_pairs(self, items: list[tuple[str, str, str]]) -> list[Any]:
+    def _forced_pairs(self, messages: list[Any]) -> list[Any]:
         """The no-reasoning read-out: the answer is forced to open with `<rating_A>`, and
         each rating is the expectation over the ten rating tokens there (B's prefix
         carries A's rounded rating, as the judge would have written it)."""
-        from pairrl.rollout.judges import (
-            JudgeFailure,
-            PairVerdict,
-            round_rating,
-            score_expected_ratings,
-        )
-        from pairrl.rollout.prompts import continuation, pairwise_messages
+        from pairrl.rollout.judges import JudgeFailure, PairVerdict, round_rating
+        from pairrl.rollout.prompts import continuation
+        from pairrl.rollout.readouts import score_expected_ratings
 
-        messages = [pairwise_messages(*item) for item in items]
         floor = self.min_rating_mass
         first = score_expected_ratings(
             self.sampler, [continuation(m, "<rating_A>") for m in messages], floor
@@ -237,9 +235,8 @@ class CachedJudge:
                 )
         return results
 
-    def _judge_points(self, mode: str, items: list[tuple[str, str]]) -> list[Verdict]:
+    def _judge_points(self, mode: str, prompts: list[Any]) -> list[Verdict]:
         from pairrl.rollout.judges import JudgeFailure, PointwiseJudge
-        from pairrl.rollout.prompts import pointwise_ab_messages
 
         think = self.think_tokens if mode == "ab_think" else None
         judge = PointwiseJudge(
@@ -250,13 +247,12 @@ class CachedJudge:
             min_rating_mass=self.min_rating_mass,
         )
         t0 = time.perf_counter()
-        results = judge.judge(items)
-        per_item = (time.perf_counter() - t0) / max(1, len(items))
+        results = judge.judge_ab_prompts(prompts)
+        per_item = (time.perf_counter() - t0) / max(1, len(prompts))
         out: list[Verdict] = []
-        for item, res in zip(items, results, strict=True):
+        for prompt, res in zip(prompts, results, strict=True):
             values = None if isinstance(res, JudgeFailure) else [float(res.value)]
-            prompt_tokens = self._count_prompt(pointwise_ab_messages(*item))
-            out.append(self._verdict(res, values, prompt_tokens, per_item))
+            out.append(self._verdict(res, values, self._count_prompt(prompt), per_item))
         return out
 
     def _verdict(

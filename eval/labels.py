@@ -43,7 +43,7 @@ def task_fingerprint(task: Any) -> str:
     return content_key(json.loads(json.dumps(data, default=str, sort_keys=True)))
 
 
-def label_key(task_fp: str, code: str, timeout_s: float) -> str:
+def label_key(task_fp: str, code: str, timeout_s: Any) -> str:
     """Cache key of one candidate's label."""
     return content_key("label", task_fp, code, timeout_s)
 
@@ -53,7 +53,7 @@ def label_candidates(
     candidates: Sequence[Candidate],
     executor: Any | None,
     cache: StageCache,
-    timeout_s: float,
+    timeout_s: Any,
     chunk: int = 256,
     progress: Progress | None = None,
 ) -> dict[tuple[str, str], dict[str, Any] | None]:

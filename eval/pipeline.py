@@ -111,11 +111,19 @@ def _label_stage(
         flat,
         executor,
         StageCache(cache_dir, "labels"),
-        cfg.executor.timeout_s,
+        _limit_key(cfg),
         cfg.executor.chunk,
         progress("label", len(flat)),
     )
     return {tid: [labelled[(tid, c.candidate_id)] for c in candidates[tid]] for tid in task_ids}
+
+
+def _limit_key(cfg: EvalConfig) -> Any:
+    """What the time limit of a label depends on (part of its cache key)."""
+    ex = cfg.executor
+    if ex.time_limit == "fixed":
+        return ex.timeout_s
+    return ["reference", ex.limit_factor, ex.limit_floor_s, ex.timeout_s]
 
 
 def _label_issues(
@@ -206,6 +214,9 @@ def _make_executor(cfg: EvalConfig) -> Any:
     kwargs: dict[str, Any] = {
         "timeout_s": cfg.executor.timeout_s,
         "isolation": cfg.executor.isolation,
+        "time_limit": cfg.executor.time_limit,
+        "limit_factor": cfg.executor.limit_factor,
+        "limit_floor_s": cfg.executor.limit_floor_s,
     }
     if cfg.executor.workers is not None:
         kwargs["workers"] = cfg.executor.workers

@@ -16,7 +16,6 @@ from typing import Any
 from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
-from pairrl.eval.problems import problem_text
 from pairrl.eval.run_state import Issue
 from pairrl.rewards import extract_code
 
@@ -31,8 +30,8 @@ def sample_candidates(
     progress: Callable[[str, int], Callable[[int], None]],
 ) -> tuple[list[Candidate], list[Issue]]:
     """k candidates per task (in task order) and the issues found."""
+    from pairrl.eval.kit import benchmark_kit
     from pairrl.eval.models import make_sampler, model_identity
-    from pairrl.rollout.prompts import generation_messages
     from pairrl.rollout.samplers import SamplingParams
 
     src = cfg.candidates
@@ -46,7 +45,8 @@ def sample_candidates(
         seed=src.sampling.seed,
     )
     cache = StageCache(cache_dir, "samples")
-    prompts = {str(t.task_id): generation_messages(problem_text(t)) for t in tasks}
+    kit = benchmark_kit(cfg)
+    prompts = {str(t.task_id): kit.generation(t) for t in tasks}
     keys = {
         tid: content_key("sample", identity, prompt, src.sampling.model_dump(), src.k)
         for tid, prompt in prompts.items()

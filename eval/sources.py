@@ -27,7 +27,7 @@ def load_candidates_and_tasks(
     src = cfg.candidates
     if src.source == "pool":
         assert src.pool is not None
-        all_tasks = load_task_set(cfg.tasks.path, None, cache_dir) if cfg.tasks.path else None
+        all_tasks = _configured_tasks(cfg, cache_dir)
         pool = load_pool(src.pool, all_tasks)
         if all_tasks is None:
             all_tasks = load_task_set(None, pool.task_rows, cache_dir)
@@ -42,10 +42,20 @@ def load_candidates_and_tasks(
         return by_id, chosen, []  # a pool's candidates are data: nothing can have failed
     from pairrl.eval.sampling import sample_candidates
 
-    assert cfg.tasks.path is not None
-    tasks = select_tasks(
-        load_task_set(cfg.tasks.path, None, cache_dir), cfg.tasks.split, cfg.tasks.limit, cfg.shard
-    )
+    configured = _configured_tasks(cfg, cache_dir)
+    assert configured is not None  # the config's validator requires a task file or a recipe
+    tasks = select_tasks(configured, cfg.tasks.split, cfg.tasks.limit, cfg.shard)
     by_id = {str(t.task_id): t for t in tasks}
     cands, issues = sample_candidates(cfg, list(by_id.values()), cache_dir, mode, progress)
     return by_id, cands, issues
+
+
+def _configured_tasks(cfg: EvalConfig, cache_dir: Path) -> list[Any] | None:
+    """The task file's tasks, else the recipe's held-out tasks, else None (a pool's own)."""
+    if cfg.tasks.path:
+        return load_task_set(cfg.tasks.path, None, cache_dir)
+    if cfg.recipe is not None:
+        from pairrl.eval.kit import recipe_tasks
+
+        return recipe_tasks(cfg)
+    return None

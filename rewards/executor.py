@@ -5,6 +5,13 @@ thread pool; each thread borrows a worker, drives one candidate with the trusted
 in :mod:`pairrl.rewards.trusted_driver`, and gives the worker back (or replaces it after an anomaly).
 Infrastructure failures are retried once on a fresh worker, then reported as
 ``sandbox_error``; they are never a wrong answer and never cached.
+
+Time limits: ``time_limit="fixed"`` gives every candidate ``timeout_s`` (each input of an
+input/output task gets its own ``timeout_s``). ``time_limit="reference"`` is EvalPlus's
+rule for every task with a reference solution: the reference is timed once per task, and
+the candidate gets ``max(limit_floor_s, limit_factor x its time)``: per input for
+input/output tasks, per task (all asserts, or each stdin case) otherwise. Tasks without a
+reference, or whose reference fails its own tests, keep ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
+from pairrl.rewards.evalplus_compat import LIMIT_FACTOR, LIMIT_FLOOR_S, reference_limit
 from pairrl.rewards.results import CallOutput, ExecJob, ExecResult
 from pairrl.rewards.sandbox import (
     PROCESS_MODE_WARNING,
@@ -52,13 +60,24 @@ class Executor:
         cache: bool = True,
         recycle_after: int = 500,
         packages: tuple[str, ...] = ("numpy",),
+        time_limit: Literal["fixed", "reference"] = "fixed",
+        limit_factor: float = LIMIT_FACTOR,
+        limit_floor_s: float = LIMIT_FLOOR_S,
     ) -> None:
         """``packages``: third-party packages of this interpreter visible to candidates
-        (read-only); everything else in site-packages stays out of the sandbox."""
+        (read-only); everything else in site-packages stays out of the sandbox.
+        ``time_limit``, ``limit_factor``, ``limit_floor_s``: see the module docstring."""
         if isolation not in ("bwrap", "process"):
             raise ValueError(f"isolation {isolation!r} unknown; allowed: 'bwrap', 'process'")
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if time_limit not in ("fixed", "reference"):
+            raise ValueError(f"time_limit {time_limit!r} unknown; allowed: 'fixed', 'reference'")
+        if limit_factor <= 0 or limit_floor_s <= 0:
+            raise ValueError("limit_factor and limit_floor_s must be > 0")
+        self.time_limit = time_limit
+        self.limit_factor = limit_factor
+        self.limit_floor_s = limit_floor_s
         # Twice the cores by default: a worker spends much of a candidate waiting (pipe
         # round trips, sleeping or timed-out candidates), so one per core leaves CPUs idle.
         self.workers = workers or 2 * (os.cpu_count() or 1)
@@ -74,9 +93,10 @@ class Executor:
         self._all: list[SandboxWorker] = []
         self._uids_used: set[int] = set()
         self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="pairrl-exec")
-        self._cache: dict[tuple[str, str, float], ExecResult] = {}
+        self._cache: dict[tuple[str, str, tuple[Any, ...]], ExecResult] = {}
         self._compiled: dict[str, CompiledAssertTests] = {}
         self._expected: dict[str, list[CallOutput]] = {}
+        self._task_limits: dict[str, float] = {}
         self._task_locks: dict[str, threading.Lock] = {}
         self._closed = False
         # Start one worker now so that a missing sandbox fails here, not mid-batch.
@@ -203,9 +223,10 @@ class Executor:
             future.add_done_callback(lambda f, idx=indices: finish(idx, f))
         return batch
 
-    def _key(self, job: ExecJob) -> tuple[str, str, float]:
+    def _key(self, job: ExecJob) -> tuple[str, str, tuple[Any, ...]]:
         code_hash = hashlib.sha256((job.code or "").encode()).hexdigest()
-        return code_hash, job.task.tests_digest(), self.timeout_s
+        limits = (self.timeout_s, self.time_limit, self.limit_factor, self.limit_floor_s)
+        return code_hash, job.task.tests_digest(), limits
 
     def judge_one(self, job: ExecJob) -> ExecResult:
         """Judge one candidate (blocking), using and filling the cache."""
@@ -266,24 +287,83 @@ class Executor:
                 )
             return self._expected[digest]
 
+    def _input_limits(self, expected: Sequence[CallOutput]) -> list[float] | None:
+        """Per-input limits from the reference's call times (reference mode), else None."""
+        if self.time_limit != "reference":
+            return None
+        return [reference_limit(e.wall_s, self.limit_factor, self.limit_floor_s) for e in expected]
+
+    def task_limit(self, task: Task) -> float:
+        """The wall limit of one assert-tests run or one stdin case of ``task``."""
+        if self.time_limit != "reference" or not task.canonical_solution:
+            return self.timeout_s
+        if isinstance(task.tests, IOTests):
+            limits = self._input_limits(self.expected_outputs(task)) or [self.timeout_s]
+            return min(60.0, sum(limits)) + 2.0  # EvalPlus's deadline for a whole run
+        digest = task.tests_digest()
+        with self._task_lock(digest + ":limit"):
+            if digest not in self._task_limits:
+                self._task_limits[digest] = self._measure_reference(task)
+            return self._task_limits[digest]
+
+    def _measure_reference(self, task: Task) -> float:
+        """Time the reference solution on the task's tests (the slowest stdin case); the
+        fixed limit when the reference fails them."""
+        assert task.canonical_solution is not None
+        probe = ExecJob(task, task.canonical_solution, "reference")
+        spec = task.tests
+        worker = self._take()
+        healthy = False
+        try:
+            generous = max(self.timeout_s, 10.0)
+            if isinstance(spec, StdioTests):
+                slowest = 0.0
+                for stdin, expected in spec.cases:
+                    t0 = time.monotonic()
+                    session = CandidateSession(worker, probe.code or "", generous)
+                    status, _ = run_stdio_case(session, stdin, expected)
+                    session.end()
+                    if status is not None:
+                        healthy = True
+                        return self.timeout_s
+                    slowest = max(slowest, time.monotonic() - t0)
+                measured = slowest
+            else:
+                assert isinstance(spec, AssertTests)
+                t0 = time.monotonic()
+                session = CandidateSession(worker, probe.code or "", generous)
+                session.load(wait=False)
+                counts = self._compiled_tests(task, spec).run(session)
+                measured = time.monotonic() - t0
+                session.end(wait=False)
+                if counts[2] is not None:
+                    healthy = True
+                    return self.timeout_s
+            healthy = True
+        finally:
+            self._give_back(worker, healthy)
+        return reference_limit(measured, self.limit_factor, self.limit_floor_s)
+
     def _judge_fresh(self, job: ExecJob, started: float) -> ExecResult:
         spec = job.task.tests
         assert job.code is not None
         expected = self.expected_outputs(job.task) if isinstance(spec, IOTests) else None
         compiled = self._compiled_tests(job.task, spec) if isinstance(spec, AssertTests) else None
+        limit = self.task_limit(job.task)
         worker = self._take()
         healthy = False
         try:
             if isinstance(spec, StdioTests):
-                counts = self._run_stdio(worker, job.code, spec)
+                counts = self._run_stdio(worker, job.code, spec, limit)
             else:
-                session = CandidateSession(worker, job.code, self.timeout_s)
+                session = CandidateSession(worker, job.code, limit)
                 session.load(wait=False)  # the first call reads the load's answer
                 if compiled is not None:
                     counts = compiled.run(session)
                 else:
                     assert isinstance(spec, IOTests) and expected is not None
-                    counts = run_io_tests(session, job.task, spec, expected)
+                    limits = self._input_limits(expected)
+                    counts = run_io_tests(session, job.task, spec, expected, limits)
                 load_failure = session.settle()
                 if load_failure is not None and counts[2] is None:
                     # Tests that never called the candidate cannot pass a program that failed to load.
@@ -296,11 +376,11 @@ class Executor:
         return make_result(job.task, job.candidate_id, counts, started)
 
     def _run_stdio(
-        self, worker: SandboxWorker, code: str, spec: StdioTests
+        self, worker: SandboxWorker, code: str, spec: StdioTests, limit: float
     ) -> tuple[int, int, str | None, str | None]:
         n_passed = 0
         for index, (stdin, expected) in enumerate(spec.cases):
-            session = CandidateSession(worker, code, self.timeout_s)
+            session = CandidateSession(worker, code, limit)
             status, reason = run_stdio_case(session, stdin, expected)
             report = session.end()
             if report.get("dirty") or report.get("survivors"):
@@ -340,7 +420,9 @@ class Executor:
                         outputs.append(CallOutput(failure=f"{aborted.status}: {aborted.reason}"))
                         continue
                 session.deadline = time.monotonic() + timeout
-                outputs.append(_one_call(session, entry_point, args))
+                t0 = time.monotonic()
+                output = _one_call(session, entry_point, args)
+                outputs.append(replace(output, wall_s=time.monotonic() - t0))
             if session is not None:
                 report = session.end()
                 healthy = healthy and not report.get("dirty") and not report.get("survivors")

@@ -54,6 +54,7 @@ class CallOutput:
 
     value: Any = None
     failure: str | None = None
+    wall_s: float = 0.0  # the call's wall time, measured in the trusted parent
 
     @property
     def ok(self) -> bool:

@@ -39,9 +39,9 @@ class IOTests:
 
     inputs: tuple[Any, ...]
     atol: float = 0.0
-    # "equal" (EvalPlus's equality / float closeness), or a special oracle: "not_none"
-    # (the answer's None-ness must match the canonical one's), "equal_or_zero",
-    # "always_pass" (any returned value) or "poly_root" (|poly(xs, answer)| <= atol).
+    # "equal" (EvalPlus's equality / float closeness), or one of EvalPlus's special
+    # oracles (pairrl.rewards.evalplus_compat.oracle_for): "not_none", "set_equal",
+    # "equal_or_zero", "pyramid_area", "digit_distance", "always_pass", "poly_root".
     oracle: str = "equal"
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-import math
 import sys
 import time
 import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from pairrl.rewards.evalplus_compat import oracle_accepts
 from pairrl.rewards.results import CallOutput, ExecResult
 from pairrl.rewards.session import (
     CandidateAborted,
@@ -134,73 +134,26 @@ def _failing_line(exc: BaseException, text: str) -> str:
 # ---------------------------------------------------------------- input/output tests
 
 
-def _is_floats(value: Any) -> bool:
-    if isinstance(value, float):
-        return True
-    if isinstance(value, list | tuple) and value:
-        return all(isinstance(item, float) for item in value)
-    return False
-
-
-def _close(out: Any, exp: Any, atol: float) -> bool:
-    """Element-wise ``|out-exp| <= atol + 1e-7|exp|`` (numpy.allclose's rule, NaN equal)."""
-    outs = list(out) if isinstance(out, list | tuple) else [out]
-    exps = list(exp) if isinstance(exp, list | tuple) else [exp]
-    if len(outs) != len(exps):
-        return False
-    for o, e in zip(outs, exps, strict=True):
-        if isinstance(o, bool) or not isinstance(o, int | float):
-            return False
-        if math.isnan(e) or math.isnan(o):
-            if not (math.isnan(e) and math.isnan(o)):
-                return False
-        elif abs(o - e) > atol + 1e-7 * abs(e):
-            return False
-    return True
-
-
-def outputs_match(out: Any, exp: Any, atol: float) -> bool:
-    """EvalPlus's rule: exact equality, else (floats) closeness; atol 1e-6 when 0 for floats."""
-    if type(out) is type(exp) and out == exp:
-        return True
-    if out == exp and not (isinstance(out, bool) ^ isinstance(exp, bool)):
-        return True
-    if atol == 0 and _is_floats(exp):
-        atol = 1e-6
-    return atol != 0 and _is_floats(exp) and _close(out, exp, atol)
-
-
-def oracle_accepts(spec: IOTests, args: Any, out: Any, exp: Any) -> bool:
-    """Apply the task's grading rule to one output (EvalPlus's special oracles included)."""
-    if spec.oracle == "always_pass":
-        return True
-    if spec.oracle == "not_none":
-        return (out is not None) == (exp is not None)
-    if spec.oracle == "equal_or_zero":
-        return out == 0 or outputs_match(out, exp, spec.atol)
-    if spec.oracle == "poly_root":
-        xs = list(args[0])
-        if isinstance(out, bool) or not isinstance(out, int | float):
-            return False
-        value = sum(c * math.pow(out, i) for i, c in enumerate(xs))
-        return abs(value) <= (spec.atol or 1e-6)
-    return outputs_match(out, exp, spec.atol)
-
-
 def run_io_tests(
-    session: CandidateSession, task: Task, spec: IOTests, expected: Sequence[CallOutput]
+    session: CandidateSession,
+    task: Task,
+    spec: IOTests,
+    expected: Sequence[CallOutput],
+    limits: Sequence[float] | None = None,
 ) -> tuple[int, int, str | None, str | None]:
     """Call the entry point on each input with a usable expected value; stop at the first miss.
 
-    Inputs where the canonical solution itself fails are not tests (not counted).
+    Inputs where the canonical solution itself fails are not tests (not counted). Each
+    input has its own wall limit: ``limits[i]``, else the session's timeout.
     """
     n_tests, n_passed = sum(exp.ok for exp in expected), 0
     for index, (args, exp) in enumerate(zip(spec.inputs, expected, strict=True)):
         if not exp.ok:
             continue  # the canonical solution fails here: not a test
-        # EvalPlus-style: each input has its own time limit (the executor's timeout), so a
-        # correct solution is not failed for the sheer number of inputs.
-        session.deadline = time.monotonic() + session.timeout_s
+        # EvalPlus-style: each input has its own time limit, so a correct solution is not
+        # failed for the sheer number of inputs.
+        limit = limits[index] if limits is not None else session.timeout_s
+        session.deadline = time.monotonic() + limit
         try:
             out = session.call(task.entry_point, tuple(args), {})
         except CandidateAborted as aborted:
@@ -209,7 +162,7 @@ def run_io_tests(
             raise
         except Exception as exc:
             return n_tests, n_passed, "runtime_error", f"input {index}: {exc!r}"[:300]
-        if not oracle_accepts(spec, args, out, exp.value):
+        if not oracle_accepts(spec.oracle, spec.atol, args, out, exp.value):
             return (
                 n_tests,
                 n_passed,

@@ -1,117 +1,111 @@
-"""Tournaments of many problems in lock-step, so each round of every problem is judged in
-one batch.
+"""Many problems' tournaments in lock-step, so each round of every problem is judged in one
+batch.
 
-A tournament (``pairrl.rollout.tournament``) calls its ``judge_pairs`` once per round.
-Run one problem after another and every round is a small batch (N/2 pairs); a local
-model then spends its time in per-call overhead. Here every problem's tournament runs in
-its own thread and blocks at its round; when all running tournaments have posted their
-round, the last to arrive judges all of them as one batch (``LockstepJudge``).
+A tournament (``pairrl.rollout.tournament``) calls its ``judge_pairs`` once per round. Run
+one problem after another and every round is a small batch (N/2 pairs); a local model then
+spends its time in per-call overhead, and an endpoint sees a trickle of requests. Here
+every problem's work runs in its own thread and blocks when it asks for a batch; when all
+running workers have posted their request, the last to arrive makes one call for all of
+them (``LockstepBatcher``). Results are handed back in request order, so what each worker
+sees does not depend on thread timing.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["LockstepJudge", "run_lockstep", "run_lockstep_swiss"]
+__all__ = ["LockstepBatcher", "run_in_lockstep", "run_lockstep", "run_lockstep_swiss"]
 
-Pair = tuple[int, int]
-Verdict = tuple[float, float] | None
+T = TypeVar("T")
+Ask = Callable[[list[Any]], list[Any]]  # one worker's request: items in, results out
+BatchCall = Callable[[list[tuple[int, Any]]], list[Any]]  # [(worker, item), ...] -> results
 
 
-class LockstepJudge:
-    """Collects one round of pairs from every running tournament, judges them as one batch.
+class LockstepBatcher:
+    """Collects one request from every running worker and answers them with one call.
 
-    ``judge_batch(requests)`` gets ``[(problem_index, (a, b)), ...]`` and returns one
-    verdict per request. Each tournament runs in its own thread and calls the function
-    returned by :meth:`for_problem`; the last thread to arrive runs the batch.
+    ``batch(requests)`` gets ``[(worker_index, item), ...]`` (workers in index order, each
+    worker's items in its order) and returns one result per request. Each worker calls the
+    function returned by :meth:`for_worker`; the last thread to arrive runs the batch.
     """
 
-    def __init__(
-        self,
-        num_problems: int,
-        judge_batch: Callable[[list[tuple[int, Pair]]], list[Verdict]],
-    ) -> None:
-        self._judge_batch = judge_batch
-        self._active = num_problems
-        self._waiting: dict[int, list[Pair]] = {}
-        self._answers: dict[int, list[Verdict]] = {}
+    def __init__(self, num_workers: int, batch: BatchCall) -> None:
+        self._batch = batch
+        self._active = num_workers
+        self._waiting: dict[int, list[Any]] = {}
+        self._answers: dict[int, list[Any]] = {}
         self._cond = threading.Condition()
         self._error: BaseException | None = None
         self.batches = 0
 
     def _flush_locked(self) -> None:
-        requests = [(p, pair) for p, pairs in sorted(self._waiting.items()) for pair in pairs]
+        requests = [(w, item) for w, items in sorted(self._waiting.items()) for item in items]
         try:
-            verdicts = self._judge_batch(requests) if requests else []
-            if len(verdicts) != len(requests):
-                raise RuntimeError(
-                    f"judge returned {len(verdicts)} verdicts for {len(requests)} pairs"
-                )
+            results = self._batch(requests) if requests else []
+            if len(results) != len(requests):
+                raise RuntimeError(f"batch returned {len(results)} results for {len(requests)}")
         except BaseException as err:  # hand the failure to every waiting thread
             self._error = err
             self._cond.notify_all()
             return
         self.batches += 1
         k = 0
-        for p, pairs in sorted(self._waiting.items()):
-            self._answers[p] = verdicts[k : k + len(pairs)]
-            k += len(pairs)
+        for w, items in sorted(self._waiting.items()):
+            self._answers[w] = list(results[k : k + len(items)])
+            k += len(items)
         self._waiting.clear()
         self._cond.notify_all()
 
-    def for_problem(self, problem: int) -> Callable[[list[Pair]], list[Verdict]]:
-        """The ``judge_pairs`` callback of one problem's tournament."""
+    def for_worker(self, worker: int) -> Ask:
+        """The blocking ``ask(items) -> results`` of one worker."""
 
-        def judge_pairs(pairs: list[Pair]) -> list[Verdict]:
+        def ask(items: list[Any]) -> list[Any]:
             with self._cond:
-                self._waiting[problem] = list(pairs)
+                self._waiting[worker] = list(items)
                 if len(self._waiting) == self._active:
                     self._flush_locked()
-                while problem not in self._answers and self._error is None:
+                while worker not in self._answers and self._error is None:
                     self._cond.wait()
                 if self._error is not None:
-                    raise RuntimeError("judge batch failed") from self._error
-                return self._answers.pop(problem)
+                    raise RuntimeError("lock-step batch failed") from self._error
+                return self._answers.pop(worker)
 
-        return judge_pairs
+        return ask
 
     def finished(self) -> None:
-        """A tournament ended; flush if every remaining one is already waiting."""
+        """A worker ended; flush if every remaining one is already waiting."""
         with self._cond:
             self._active -= 1
             if self._active and len(self._waiting) == self._active:
                 self._flush_locked()
 
 
-def run_lockstep(
-    schedule: Callable[..., Any],
-    num_candidates: Sequence[int],
-    judge_batch: Callable[[list[tuple[int, Pair]]], list[Verdict]],
-    *,
-    budgets: Sequence[int | None],
-    seeds: Sequence[int],
-) -> list[Any]:
-    """``schedule(N_p, judge, budgets[p], seed=seeds[p])`` for every problem p, in lock-step;
-    the tournament results in problem order. ``judge_batch`` gets one batch per round."""
-    judge = LockstepJudge(len(num_candidates), judge_batch)
-    results: list[Any] = [None] * len(num_candidates)
+def run_in_lockstep(
+    num_workers: int,
+    work: Callable[[int, Ask], T],
+    batch: BatchCall,
+    on_done: Callable[[int], None] | None = None,
+) -> list[T]:
+    """``work(p, ask)`` for every worker p in its own thread, each ``ask`` batched with the
+    others' (see the module docstring); the results in worker order. The first exception
+    of any worker is re-raised here once all have stopped."""
+    batcher = LockstepBatcher(num_workers, batch)
+    results: list[Any] = [None] * num_workers
     errors: list[BaseException] = []
 
-    def play(p: int) -> None:
+    def run(p: int) -> None:
         try:
-            results[p] = schedule(
-                num_candidates[p], judge.for_problem(p), budgets[p], seed=seeds[p]
-            )
+            results[p] = work(p, batcher.for_worker(p))
         except BaseException as err:  # re-raised in the caller
             errors.append(err)
         finally:
-            judge.finished()
+            batcher.finished()
+            if on_done is not None:
+                on_done(p)
 
-    threads = [
-        threading.Thread(target=play, args=(p,), daemon=True) for p in range(len(num_candidates))
-    ]
+    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in range(num_workers)]
     for t in threads:
         t.start()
     for t in threads:
@@ -121,9 +115,27 @@ def run_lockstep(
     return results
 
 
+def run_lockstep(
+    schedule: Callable[..., Any],
+    num_candidates: Sequence[int],
+    judge_batch: Callable[[list[tuple[int, tuple[int, int]]]], list[Any]],
+    *,
+    budgets: Sequence[int | None],
+    seeds: Sequence[int],
+) -> list[Any]:
+    """``schedule(N_p, judge, budgets[p], seed=seeds[p])`` for every problem p, in lock-step;
+    the tournament results in problem order. ``judge_batch`` gets one batch per round of
+    ``(problem, (a, b))`` requests and returns one verdict per request."""
+
+    def work(p: int, ask: Ask) -> Any:
+        return schedule(num_candidates[p], ask, budgets[p], seed=seeds[p])
+
+    return run_in_lockstep(len(num_candidates), work, judge_batch)
+
+
 def run_lockstep_swiss(
     num_candidates: Sequence[int],
-    judge_batch: Callable[[list[tuple[int, Pair]]], list[Verdict]],
+    judge_batch: Callable[[list[tuple[int, tuple[int, int]]]], list[Any]],
     *,
     budget_per_candidate: int = 2,
     seed: int = 0,

@@ -133,7 +133,8 @@ def test_pairwise_quality_hand_worked() -> None:
 
 def test_selective_verification_skips_agreeing_and_confident_tasks() -> None:
     from pairrl.eval.config import EvalConfig
-    from pairrl.eval.judge_selectors import JudgeOutcome, _selective
+    from pairrl.eval.judge_controls import selective_rows
+    from pairrl.eval.judge_selectors import JudgeOutcome
     from pairrl.eval.pipeline import EvalRun
     from pairrl.eval.selectors import Cost
 
@@ -154,7 +155,7 @@ def test_selective_verification_skips_agreeing_and_confident_tasks() -> None:
     out.selections["swiss_2n"] = {
         t: Selection("swiss_2n", t, 1, 1.0, cost=Cost(judge_calls=4)) for t in "abc"
     }
-    _selective(cfg, run, out)
+    out.selections.update(selective_rows(cfg, run, out.selections))
     sv = out.selections["swiss_2n+sv"]
     # a: one output cluster -> agreement's pick, no judge call at all.
     assert (sv["a"].chosen, sv["a"].cost.judge_calls, sv["a"].detail["skipped"]) == (

@@ -23,7 +23,7 @@ from pairrl.rewards import (
     Task,
     correctness_reward,
 )
-from pairrl.rewards.trusted_driver import outputs_match
+from pairrl.rewards.evalplus_compat import outputs_match
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -125,16 +125,17 @@ def test_special_oracles(executor: Executor) -> None:
             ExecJob(root, "def find_zero(xs):\n    return 0.0\n", "bad"),
         ]
     )
-    # A match object (opaque) vs None is what counts; a bool False is "not None": wrong.
-    assert [r.status for r in results] == ["pass", "wrong", "pass", "wrong"], results
+    # A match object (opaque) vs None is what counts; a bool answer is compared with the
+    # canonical answer's None-ness as a bool (EvalPlus's rule): True / False pass here.
+    assert [r.status for r in results] == ["pass", "pass", "pass", "wrong"], results
 
 
 def test_outputs_match_rules() -> None:
     assert outputs_match([1, 2], [1, 2], 0)
-    assert not outputs_match(True, 1, 0)  # a bool is not an int answer
+    assert outputs_match(True, 1, 0) and outputs_match(0, False, 0)  # == first, as EvalPlus
     assert outputs_match(0.1 + 0.2, 0.3, 0)  # floats: atol 1e-6 when none is given
     assert not outputs_match(0.31, 0.3, 0)
-    assert outputs_match([1.0, float("nan")], [1.0, float("nan")], 1e-9)
+    assert not outputs_match([1.0, float("nan")], [1.0, float("nan")], 1e-9)  # NaN never equal
 
 
 def test_stdio_tasks(executor: Executor) -> None:
@@ -329,3 +330,29 @@ def test_cli_execute(tmp_path: Path) -> None:
         "first_failure",
         "wall_s",
     }
+
+
+def test_reference_time_limits() -> None:
+    """EvalPlus's rule: max(floor, factor x the reference's time), per input for input/output
+    tasks and per task for asserts. The references here take ~0 s, so every limit is the
+    0.5 s floor; a candidate taking ~1 s passes under the fixed 3 s limit and times out
+    under the reference rule."""
+    slow_add = "import time\ndef add(a, b):\n    time.sleep(1.0)\n    return a + b\n"
+    slow_half = "import time\ndef half(x):\n    time.sleep(1.0)\n    return x / 2\n"
+    add = Task(
+        ADD.task_id, ADD.prompt, ADD.entry_point, ADD.tests, canonical_solution=OK
+    )  # a reference solution: the reference rule applies
+    jobs = [ExecJob(add, slow_add, "a"), ExecJob(IO_TASK, slow_half, "h")]
+    with Executor(workers=2, timeout_s=3.0) as fixed:
+        assert [r.status for r in fixed.run(jobs)] == ["pass", "pass"]
+    with Executor(workers=2, timeout_s=3.0, time_limit="reference", limit_floor_s=0.5) as ref:
+        assert ref.task_limit(add) == 0.5
+        assert [r.status for r in ref.run(jobs)] == ["timeout", "timeout"]
+        fast = ref.run(
+            [ExecJob(add, OK, "ok"), ExecJob(IO_TASK, "def half(x):\n    return x / 2\n", "ok")]
+        )
+        assert [r.status for r in fast] == ["pass", "pass"]
+        # no reference solution: the fixed limit stays
+        assert ref.task_limit(ADD) == 3.0
+    with pytest.raises(ValueError, match="time_limit"):
+        Executor(time_limit="adaptive")  # type: ignore[arg-type]

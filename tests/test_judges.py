@@ -15,13 +15,15 @@ from pairrl.rollout.judges import (
     PointVerdict,
     PointwiseJudge,
     TournamentJudge,
+    round_rating,
+)
+from pairrl.rollout.prompts import continuation, pointwise_ab_messages
+from pairrl.rollout.readouts import (
     expected_rating,
     rating_distribution,
     rating_prefix,
-    round_rating,
     score_expected_ratings,
 )
-from pairrl.rollout.prompts import continuation, pointwise_ab_messages
 from pairrl.rollout.samplers import Completion, HFSampler, SamplerError, SamplingParams
 
 ln = math.log

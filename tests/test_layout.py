@@ -158,9 +158,13 @@ def test_slurm_python_lives_in_slurm_and_files_are_small() -> None:
 @pytest.mark.slow
 def test_wheel_installs_only_the_pairrl_namespace(tmp_path: Path) -> None:
     """`pip wheel` of the checkout holds only pairrl; importing it works outside the repo."""
+    import shutil
+
+    source = tmp_path / "checkout"  # build a copy: setuptools writes build/ into the tree
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".venv", ".git", "runs", "build"))
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(REPO)],
+         "-w", str(tmp_path / "dist"), str(source)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr[-3000:]

@@ -49,14 +49,18 @@ def _check_summary(summary: dict) -> None:
         # a pick can only be right when some candidate is
         assert metrics["best_of_k"]["swiss"] <= metrics["best_of_k"]["oracle"]
         assert metrics["best_of_k"]["random"] <= metrics["best_of_k"]["oracle"]
-        assert metrics["best_of_k"]["swiss_comparisons"] == 4 * 2 * 4  # problems x 2k
+        # the 2k budget per problem is spent, unless failing comparisons stopped a
+        # tournament early (a candidate whose judgements keep failing is given up)
+        bok = metrics["best_of_k"]
+        assert bok["swiss_comparisons"] <= 4 * 2 * 4  # problems x 2k
+        assert bok["swiss_comparisons"] == 4 * 2 * 4 or bok["swiss_failed_comparisons"] > 0
         assert metrics["num_problems"] == 4 and metrics["k"] == 4
     # the final judge picks among the warm start's candidates: same pool, so random and
     # oracle equal the warm start's own, and Swiss spends the same 2k budget per problem
     on_warm_pool = summary["final"]["best_of_k_warm_pool"]
     for name in ("random", "oracle"):
         assert on_warm_pool[name] == summary["warm_start"]["best_of_k"][name]
-    assert on_warm_pool["swiss_comparisons"] == 4 * 2 * 4
+    assert on_warm_pool["swiss_comparisons"] <= 4 * 2 * 4
     assert summary["warm_start"]["best_of_k_warm_pool"] == summary["warm_start"]["best_of_k"]
     assert set(summary["goal"]) >= {"met", "solution_pass_rate_gain", "swiss_minus_random"}
     assert set(summary["curves"]) >= {"step", *HEADLINE}
@@ -75,13 +79,13 @@ def test_prepare_and_finish_without_rl(tmp_path: Path) -> None:
     cfg = load_config(CONFIG, TrainConfig, [*SHORT, f"model.path={tmp_path / 'model'}"])
     loaded = resolve_recipe(cfg.recipe)
     recipe, options = loaded.recipe, loaded.options
-    tasks = recipe.training_tasks(cfg, options)
+    tasks = recipe.training_tasks(options)
     run_dir = tmp_path / "run"
     policy = prepare_policy(
         cfg,
         run_dir,
         PartialState(),
-        lambda: recipe.warm_start_conversations(cfg, options, tasks),
+        lambda: recipe.warm_start_conversations(options, cfg.seed, tasks),
     )
     assert Path(policy.path, "config.json").is_file()
     assert policy.warm_start_report["steps"] == 3

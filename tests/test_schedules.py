@@ -99,14 +99,14 @@ def test_halving_beats_swiss_at_2n_on_a_simulated_judge() -> None:
 def test_finalists_without_evidence_fall_back_to_the_whole_field() -> None:
     # Final pool {2, 3} whose comparisons all failed, while 0 beat 1: the pick falls back
     # to the whole field (0) rather than reporting "no winner" while evidence exists.
-    from pairrl.rollout.tournament import _Ledger
+    from pairrl.rollout.ledger import Ledger as _Ledger
 
     verdicts = {(0, 1): (9, 1), (2, 3): None}
-    led = _Ledger(4, lambda pairs: [verdicts[p] for p in pairs], 2, tau=0.1)
+    led = _Ledger(4, lambda pairs: [verdicts[p] for p in pairs], 2, tau=0.1, flip=False)
     led.play([(0, 1), (2, 3)])
     res = led.result("sequential_halving", final_pool=[2, 3])
     assert res.winner == 0 and res.no_winner_reason is None
     # with evidence in the pool, the pool decides even against a higher mu outside it
-    led = _Ledger(4, lambda pairs: [(9, 1), (6, 5)], 2, tau=0.1)
+    led = _Ledger(4, lambda pairs: [(9, 1), (6, 5)], 2, tau=0.1, flip=False)
     led.play([(0, 1), (2, 3)])
     assert led.result("sequential_halving", final_pool=[2, 3]).winner == 2

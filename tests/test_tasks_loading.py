@@ -89,4 +89,5 @@ def test_mbpp_plus_inputs_get_their_python_types_back(shared_data_dir: Path) -> 
     assert by_id["Mbpp/106"].tests.inputs[0] == [[5, 6, 7], (9, 10)]  # type: ignore[union-attr]
     assert by_id["Mbpp/124"].tests.inputs[0] == [0.0, 1j]  # type: ignore[union-attr]
     assert by_id["Mbpp/737"].tests.oracle == "not_none"  # type: ignore[union-attr]
-    assert by_id["Mbpp/2"].tests.oracle == "equal"  # type: ignore[union-attr]
+    assert by_id["Mbpp/2"].tests.oracle == "set_equal"  # type: ignore[union-attr]
+    assert by_id["Mbpp/3"].tests.oracle == "equal"  # type: ignore[union-attr]

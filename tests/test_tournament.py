@@ -173,7 +173,7 @@ def test_seed_makes_tournaments_reproducible() -> None:
 def test_contract_violations_raise() -> None:
     with pytest.raises(ValueError, match="results for"):
         swiss_tournament(4, lambda pairs: [], 4)
-    with pytest.raises(ValueError, match=r"integers in 1\.\.10"):
+    with pytest.raises(ValueError, match=r"ratings in 1\.\.10"):
         swiss_tournament(4, lambda pairs: [(0, 11)] * len(pairs), 4)
     with pytest.raises(ValueError, match="budget"):
         swiss_tournament(4, lambda pairs: [], -1)
@@ -251,7 +251,7 @@ def test_label_blind_judge_is_no_better_than_chance(name: str) -> None:
 def test_scheduling_mu_agrees_with_reported_mu() -> None:
     # The ledger keeps running sums (inlined weight/outcome) for pairing decisions; they
     # must agree with the pure aggregation the result reports.
-    from pairrl.rollout.tournament import _Ledger
+    from pairrl.rollout.ledger import Ledger as _Ledger
 
     led = _Ledger(7, _noisy_judge(random.Random(3), 0.2), 20, tau=0.1)
     rounds = [[(0, 1), (2, 3), (4, 5)], [(1, 2), (3, 6), (5, 0)]]

@@ -28,14 +28,15 @@ TINY_CONFIG = REPO / "configs" / "tiny_cpu.yaml"
 @pytest.fixture(scope="session")
 def warm_tiny_model(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model after a solution-format warm start (what the RL tests start from)."""
-    from pairrl.rollout.prompts import generation_messages, pairwise_messages
+    from pairrl.rollout.prompt_kit import paper_prompt_kit
     from pairrl.train.tiny_tasks import tiny_code_tasks, warm_start_examples
     from pairrl.train.warm_start import warm_start
 
+    kit = paper_prompt_kit()
     examples = warm_start_examples(
         tiny_code_tasks(),
-        lambda t: generation_messages(t.prompt),
-        lambda t, a, b: pairwise_messages(t.prompt, a, b),
+        kit.generation,
+        kit.pairwise,
         num_examples=512,
         seed=0,
         judge_every=0,

@@ -15,8 +15,8 @@ import pytest
 
 from pairrl.config import parse_config
 from pairrl.rewards.results import ExecResult
+from pairrl.rollout.prompt_kit import paper_prompt_kit
 from pairrl.train.config import TrainConfig
-from pairrl.train.prompt_kit import default_prompt_kit
 from pairrl.train.rollout_func import PairRLRollout, RolloutError
 from pairrl.train.tiny_tasks import answer_text, tiny_code_tasks
 
@@ -105,7 +105,7 @@ def _rollout(mode: str, g_gen: int, g_ver: int) -> tuple[PairRLRollout, FakeToke
         },
         TrainConfig,
     )
-    kit = default_prompt_kit()
+    kit = paper_prompt_kit()
     tasks = [t for t in tiny_code_tasks() if t.task_id in SCRIPT]
     tokens = FakeTokens()
     by_prompt = {kit.generation(t)[-1]["content"]: t for t in tasks}

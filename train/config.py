@@ -10,11 +10,12 @@ schema when the recipe is resolved (``pairrl.train.recipe``), still before any m
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from pairrl.config import PairrlModel
+from pairrl.rollout.recipe import RecipeConfig
 
 __all__ = [
     "AdvantageConfig",
@@ -284,6 +285,18 @@ class ExecutorConfig(PairrlModel):
         description="bwrap: bubblewrap sandbox (required for untrusted code); process: "
         "rlimits only, for machines without bubblewrap",
     )
+    time_limit: Literal["fixed", "reference"] = Field(
+        default="fixed",
+        description="fixed: timeout_s per candidate (per input for input/output tasks); "
+        "reference: EvalPlus's rule, max(limit_floor_s, limit_factor x the reference "
+        "solution's time), for tasks that have one",
+    )
+    limit_factor: float = Field(
+        default=4.0, gt=0.0, le=100.0, description="reference mode: times the reference's time"
+    )
+    limit_floor_s: float = Field(
+        default=1.0, gt=0.0, le=600.0, description="reference mode: the smallest limit"
+    )
 
 
 class WarmStartConfig(PairrlModel):
@@ -318,20 +331,6 @@ class CheckpointConfig(PairrlModel):
     every_steps: int = Field(default=50, ge=1, description="save every N optimiser steps")
     keep_last: int = Field(default=3, ge=1, description="keep the last K checkpoints")
     output_dir: str = Field(default="runs", description="parent folder of the run folder")
-
-
-class RecipeConfig(PairrlModel):
-    """A recipe plugged into the run (pairrl.train.recipe): its tasks, prompts, warm-start
-    data and end-of-run hook."""
-
-    name: str = Field(
-        min_length=1,
-        description="import path of the recipe module (e.g. pairrl.recipes.toy_addition), "
-        "optionally module:attribute; modules in the working directory are found too",
-    )
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="the recipe's own settings, checked by its schema"
-    )
 
 
 class TrainConfig(PairrlModel):

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pairrl.config import ConfigError
+from pairrl.rollout.prompt_kit import Conversation
 from pairrl.train.config import TrainConfig
-from pairrl.train.prompt_kit import Conversation
 
 __all__ = ["Policy", "prepare_policy"]
 

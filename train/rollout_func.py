@@ -33,6 +33,7 @@ from pairrl.rewards import (
 )
 from pairrl.rewards.results import ExecJob, ExecResult
 from pairrl.rewards.tasks import Task
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.train.config import TrainConfig
 from pairrl.train.judge_targets import pointwise_targets, step_seed
 from pairrl.train.layout import (
@@ -43,7 +44,6 @@ from pairrl.train.layout import (
     RowRecord,
     group_layout,
 )
-from pairrl.train.prompt_kit import Messages, PromptKit
 
 __all__ = ["Generator", "PairRLRollout", "RolloutError"]
 

@@ -17,11 +17,12 @@ from typing import Any
 
 from pairrl.config import ConfigError
 from pairrl.rewards.tasks import Task
+from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.recipe import LoadedRecipe
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
-from pairrl.train.prompt_kit import Conversation, PromptKit
-from pairrl.train.recipe import FinishedRun, LoadedRecipe, resolve_recipe
+from pairrl.train.recipe import FinishedRun, resolve_recipe
 
 __all__ = ["run_training"]
 
@@ -93,20 +94,20 @@ def _setup_wandb_env(cfg: TrainConfig, run_dir: Path) -> None:
 
 def _source(cfg: TrainConfig) -> _Source:
     """The tasks, prompt kit and warm-start data of the configured data source or recipe."""
+    from pairrl.rollout.prompt_kit import paper_prompt_kit
     from pairrl.train.data import load_training_tasks
-    from pairrl.train.prompt_kit import default_prompt_kit
 
     recipe = resolve_recipe(cfg.recipe)
     if recipe is not None:
-        tasks = recipe.recipe.training_tasks(cfg, recipe.options)
-        prompts = recipe.recipe.prompt_kit(cfg, recipe.options)
+        tasks = recipe.recipe.training_tasks(recipe.options)
+        prompts = recipe.recipe.prompt_kit(recipe.options)
 
         def from_recipe() -> list[Conversation]:
-            return recipe.recipe.warm_start_conversations(cfg, recipe.options, tasks)
+            return recipe.recipe.warm_start_conversations(recipe.options, cfg.seed, tasks)
 
         return _Source(tasks, prompts, from_recipe, {}, recipe)
     loaded = load_training_tasks(cfg.data)
-    prompts = default_prompt_kit()
+    prompts = paper_prompt_kit()
 
     def from_data_source() -> list[Conversation]:
         if cfg.data.source != "tiny_code":
@@ -165,6 +166,9 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
         workers=cfg.executor.num_workers,
         timeout_s=cfg.executor.timeout_s,
         isolation=cfg.executor.isolation,
+        time_limit=cfg.executor.time_limit,
+        limit_factor=cfg.executor.limit_factor,
+        limit_floor_s=cfg.executor.limit_floor_s,
     )
     rollout = PairRLRollout(
         cfg,

@@ -39,8 +39,8 @@ from collections.abc import Sequence
 from pairrl.recipes.toy_addition.tasks import AdditionProblem, dropped_carry_sum, solution_text
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.pairs import build_training_pairs
+from pairrl.rollout.prompt_kit import PromptKit
 from pairrl.rollout.prompts import solution_for_judge
-from pairrl.train.prompt_kit import PromptKit
 
 __all__ = [
     "CORRECT_RATING",
@@ -49,6 +49,7 @@ __all__ = [
     "generation_messages",
     "pairwise_judgement_text",
     "pairwise_messages",
+    "pointwise_ab_messages",
     "pointwise_judgement_text",
     "pointwise_messages",
     "prompt_kit",
@@ -80,6 +81,11 @@ def pairwise_messages(task: Task, solution_a: str, solution_b: str) -> Messages:
 def pointwise_messages(task: Task, solution: str) -> Messages:
     """Rate one shown solution; answer with one rating tag."""
     return [{"role": "user", "content": f"Rate: {task.prompt}\n{solution}"}]
+
+
+def pointwise_ab_messages(task: Task, solution: str) -> Messages:
+    """The yes/no question the benchmark's pointwise A/B read-out asks (not taught)."""
+    return [{"role": "user", "content": f"Correct? A yes B no: {task.prompt}\n{solution}"}]
 
 
 def _rating(correct: bool) -> int:
@@ -190,6 +196,7 @@ def prompt_kit() -> PromptKit:
         generation=generation_messages,
         pairwise=pairwise_messages,
         pointwise=pointwise_messages,
+        pointwise_ab=pointwise_ab_messages,
         for_judge=solution_for_judge,
         build_pairs=build_training_pairs,
     )

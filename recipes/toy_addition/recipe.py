@@ -16,7 +16,7 @@ from typing import Any
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.tasks import split_problems
 from pairrl.rewards.tasks import Task
-from pairrl.train.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.prompt_kit import Conversation, PromptKit
 from pairrl.train.recipe import FinishedRun
 
 __all__ = ["ToyAdditionRecipe", "evaluate_model", "format_table"]
@@ -27,19 +27,26 @@ class ToyAdditionRecipe:
 
     options_model = ToyAdditionOptions
 
-    def training_tasks(self, cfg: Any, options: ToyAdditionOptions) -> list[Task]:
+    def training_tasks(self, options: ToyAdditionOptions) -> list[Task]:
         """The training split (never the held-out problems)."""
         train, _ = split_problems(options.heldout_problems, options.split_seed)
         return [p.to_task() for p in train]
 
-    def prompt_kit(self, cfg: Any, options: ToyAdditionOptions) -> PromptKit:
+    def heldout_tasks(self, options: ToyAdditionOptions) -> list[Task]:
+        """The held-out split (``eval_problems`` of them when set)."""
+        _, heldout = split_problems(options.heldout_problems, options.split_seed)
+        if options.eval_problems is not None:
+            heldout = heldout[: options.eval_problems]
+        return [p.to_task() for p in heldout]
+
+    def prompt_kit(self, options: ToyAdditionOptions) -> PromptKit:
         """Compact toy prompts with the product's output formats."""
         from pairrl.recipes.toy_addition.prompts import prompt_kit
 
         return prompt_kit()
 
     def warm_start_conversations(
-        self, cfg: Any, options: ToyAdditionOptions, tasks: Sequence[Task]
+        self, options: ToyAdditionOptions, seed: int, tasks: Sequence[Task]
     ) -> list[Conversation]:
         """Solutions and judgements from a teacher that drops the units carry at a rate."""
         from pairrl.recipes.toy_addition.conversations import warm_start_conversations
@@ -48,7 +55,7 @@ class ToyAdditionRecipe:
         return warm_start_conversations(
             train,
             options.warm_start_examples,
-            seed=cfg.seed,
+            seed=seed,
             dropped_carry_rate=options.teacher_dropped_carry,
         )
 

@@ -1,4 +1,4 @@
-"""The problem statement a generator or judge sees for a task.
+"""The problem statement a generator or judge sees for a task (the paper kit's).
 
 HumanEval-style prompts (a signature and docstring) are shown as they are. MBPP prompts
 are one sentence that does not name the function, so, as MBPP+ does, the statement adds

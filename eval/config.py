@@ -108,6 +108,11 @@ class CandidatesConfig(PairrlModel):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     batch_size: int = Field(8, ge=1, le=4096, description="Prompts per generation call")
+    engine: Literal["hf", "vllm"] = Field(
+        "hf",
+        description="Local model engine (source=model): hf (transformers generate) or vllm "
+        "(an in-process vLLM engine; the vLLM CPU build on machines without a GPU)",
+    )
 
     @model_validator(mode="after")
     def _source_has_location(self) -> CandidatesConfig:
@@ -123,6 +128,9 @@ class JudgeConfig(PairrlModel):
     model: str | None = Field(None, description="Judge model folder (default: the generator)")
     endpoint: str | None = Field(None, description="Judge endpoint (OpenAI-compatible base URL)")
     served_model: str = Field("default", description="Model name sent to the judge endpoint")
+    engine: Literal["hf", "vllm"] | None = Field(
+        None, description="Local judge model engine; default: the candidates' engine"
+    )
     readout: Literal["sampled", "expected", "forced"] = Field(
         "sampled",
         description="Pairwise ratings: parse the tags (sampled), expectation over 1..10 at "
@@ -155,6 +163,11 @@ class JudgeConfig(PairrlModel):
         256, ge=1, le=65536, description="Thinking tokens for pointwise_think"
     )
     seed: int = Field(0, ge=0, description="Tournament and judge seed")
+    controls: bool = Field(
+        True,
+        description="The judge-quality controls: a foreign solution per task (must be "
+        "rejected) and an A/B swap of each task's first comparison (extra judge calls)",
+    )
     fixed_pairs: bool = Field(
         False,
         description="Also judge the disjoint pairs (0,1), (2,3), ... of every task once: a "

@@ -84,6 +84,8 @@ def quality_controls(
     first = {t: next(i for i, c in enumerate(run.candidates[t]) if c.error is None) for t in ids}
     foreign = _foreign(ids, first, sols)
     quality: dict[str, dict[str, Any]] = {}
+    if not cfg.judge.controls:
+        foreign = {}
     for name, mode in POINTWISE_SELECTORS.items():
         if name not in selectors:
             continue
@@ -95,10 +97,12 @@ def quality_controls(
             foreign_p.append(v.values[0] if v.ok and v.values else None)
         quality[name] = pointwise_quality(recs, foreign_p)
     pair_recs = [r for r in records if r["kind"] == "comparison"]
-    if pair_recs:
+    if pair_recs and cfg.judge.controls:
         quality["pairwise"] = _pairwise_controls(
             judge, tasks, sols, pair_recs, foreign, first, ledgers
         )
+    elif pair_recs:
+        quality["pairwise"] = pairwise_quality(pair_recs, [], [])
     if cfg.judge.fixed_pairs:
         quality["fixed_pairs"] = _fixed_pairs(judge, tasks, run, sols, records, ledgers)
     return quality

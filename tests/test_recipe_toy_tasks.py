@@ -1,17 +1,18 @@
-"""The toy demo's task family, checker, warm-start data, pickers and report maths."""
+"""The toy recipe's task family, checker, warm-start data (two teachers, two different
+errors) and report maths."""
 
 from __future__ import annotations
 
 import pytest
 
 from pairrl.recipes.toy_addition.conversations import teacher_drops_carry, warm_start_conversations
-from pairrl.recipes.toy_addition.evaluate import judge_quality, majority_pick
 from pairrl.recipes.toy_addition.prompts import (
     pairwise_judgement_text,
     pointwise_judgement_text,
     solution_completion,
+    worked_difference,
 )
-from pairrl.recipes.toy_addition.report import curves_from_log_history, goal_checks
+from pairrl.recipes.toy_addition.report import curves_from_log_history, format_table, label
 from pairrl.recipes.toy_addition.tasks import (
     AdditionProblem,
     all_problems,
@@ -76,14 +77,30 @@ def test_taught_judgements_parse_and_earn_the_reward() -> None:
     problem = AdditionProblem(67, 48)
     text = pairwise_judgement_text(problem, [115, 105])
     assert parse_pair_ratings(text) == (9, 1)
-    # the digit checks: hundreds and units agree, tens differ (1 vs 0)
-    assert "A 11= 11= 55=\nB 11= 10! 55=</think>" in text
+    # each candidate checked by subtraction: 115 - 67 = 48 = b; 105 - 67 = 38 != 48
+    assert "A 115-67: 15-7=8 11-1-6=4 48 44= 88=\nB 105-67: 15-7=8 10-1-6=3 38 43! 88=" in text
     # 9 -> v = 8/9, |v - 1| = 1/9 <= 0.2 earns 1 - 1/9; 1 -> v = 0 earns 1; mean = 17/18
     assert verification_reward((9, 1), (True, False)) == pytest.approx(17 / 18)
     assert parse_rating(pointwise_judgement_text(problem, 105)) == 1
     assert parse_rating(pointwise_judgement_text(problem, 115)) == 9
-    # a candidate of another width is checked digit by digit, the missing one as "_"
-    assert "11= 11= 5_!" in pointwise_judgement_text(problem, 11)
+    # a two-digit candidate: 15 - 67 = 0 tens - 6 + borrow ... is still checked digit by digit
+    assert parse_rating(pointwise_judgement_text(problem, 11)) == 1
+
+
+def test_the_judge_never_replays_the_solvers_sum() -> None:
+    """The check is a subtraction: no judgement text holds the sum's worked columns."""
+    problem = AdditionProblem(67, 48)
+    for values in ([115, 105], [105, 125], [115, 114]):
+        for drop in (False, True):
+            assert "7+8" not in pairwise_judgement_text(problem, values, drop_borrow=drop)
+    # Exactly where the sum carries, the check borrows: a judge that drops the borrow
+    # rejects the true sum and accepts the dropped-carry one (a blind spot of its own).
+    for p in all_problems()[::13]:
+        if dropped_carry_sum(p) is None:
+            continue
+        assert worked_difference(p, p.answer)[1] == p.b
+        assert worked_difference(p, p.answer, drop_borrow=True)[1] == p.b + 10
+        assert worked_difference(p, p.answer - 10, drop_borrow=True)[1] == p.b
 
 
 def test_solution_completion_thinks_then_answers_in_code() -> None:
@@ -118,7 +135,10 @@ def test_warm_start_data_is_right_and_covers_all_formats() -> None:
             ]
             expected = tuple(9 if v == a + b else 1 for v in shown)
             assert parse_pair_ratings(answer) == expected
-            assert answer.startswith(f"<think>{a}+{b}: ") and f" {a + b}\nA " in answer
+            assert (
+                answer.startswith(f"<think>A {shown[0]}-{a}: ")
+                and f"\nB {shown[1]}-{a}: " in answer
+            )
         else:
             kinds["pointwise"] += 1
             shown = int(prompt.split("return ")[-1].split("\n")[0])
@@ -126,7 +146,7 @@ def test_warm_start_data_is_right_and_covers_all_formats() -> None:
     assert all(count > 20 for count in kinds.values()), kinds
 
 
-def test_noisy_teacher_drops_the_units_carry_at_its_rate_in_every_role() -> None:
+def test_each_teacher_makes_its_own_error_at_its_rate() -> None:
     import random
 
     # 67 + 48: 7 + 8 = 15 carries, so the dropped-carry sum is 115 - 10 = 105;
@@ -145,25 +165,26 @@ def test_noisy_teacher_drops_the_units_carry_at_its_rate_in_every_role() -> None
     assert not teacher_drops_carry(short, 1.0, rng)
     with pytest.raises(ValueError, match="dropped_carry_rate"):
         warm_start_conversations([carry], 1, dropped_carry_rate=1.5)
-    # rate 1.0 on the carrying problem: every role works with 105 and rates against it
-    for conv in warm_start_conversations([carry], 60, seed=1, dropped_carry_rate=1.0):
+    with pytest.raises(ValueError, match="dropped_borrow_rate"):
+        warm_start_conversations([carry], 1, dropped_borrow_rate=-0.1)
+    # solver teacher always drops the carry, judge teacher never drops the borrow: solutions
+    # say 105; judgements check correctly (9 for 115, 1 for 105) whatever the solver did
+    for conv in warm_start_conversations([carry], 80, seed=1, dropped_carry_rate=1.0):
         prompt, answer = conv[0]["content"], conv[-1]["content"]
-        assert answer.startswith("<think>67+48: 7+8=15 6+4=10 105")
         if "```" in answer:
-            assert "return 105\n" in answer
+            assert answer.startswith("<think>67+48: 7+8=15 6+4=10 105") and "return 105\n" in answer
+        elif "<rating_A>" in answer:
+            shown = [int(x.split("return ")[1]) for x in prompt.splitlines() if "return " in x]
+            assert parse_pair_ratings(answer) == tuple(9 if v == 115 else 1 for v in shown)
+    # and the other way round: the judge teacher always drops the borrow, the solver never
+    # drops the carry: the judge accepts exactly 105 and rejects the true 115
+    for conv in warm_start_conversations([carry], 80, seed=2, dropped_borrow_rate=1.0):
+        prompt, answer = conv[0]["content"], conv[-1]["content"]
+        if "```" in answer:
+            assert "return 115\n" in answer
         elif "<rating_A>" in answer:
             shown = [int(x.split("return ")[1]) for x in prompt.splitlines() if "return " in x]
             assert parse_pair_ratings(answer) == tuple(9 if v == 105 else 1 for v in shown)
-
-
-def test_majority_pick_and_judge_quality() -> None:
-    assert majority_pick([105, 115, 115, None, 105, 115]) == 1
-    assert majority_pick([None]) is None
-    # items: (T, F) judged (9, 1): both right; (T, T) judged (1, 9): one TP, one FN;
-    # TPR = 2/3, TNR = 1/1, balanced = 5/6
-    quality = judge_quality([(9, 1), (1, 9)], [(True, False), (True, True)])
-    assert quality["balanced_accuracy"] == pytest.approx(5 / 6)
-    assert quality["parse_failure_rate"] == 0.0
 
 
 def test_lockstep_swiss_batches_rounds_and_finds_the_rated_best() -> None:
@@ -180,16 +201,32 @@ def test_lockstep_swiss_batches_rounds_and_finds_the_rated_best() -> None:
     assert len(batches) < 10 and sum(batches) == 20 * 16  # rounds batched across problems
 
 
-def test_goal_checks_and_curves() -> None:
-    warm = {"solution_pass_rate": 0.50, "judge_balanced_accuracy": 0.60}
-    final = {
-        "solution_pass_rate": 0.56,
-        "judge_balanced_accuracy": 0.66,
-        "best_of_k": {"random": 0.56, "swiss": 0.70},
+def test_table_and_curves() -> None:
+    model = {
+        "solution_pass_rate": 0.8,
+        "judge_balanced_accuracy": 0.7,
+        "best_of_k": {"random": 0.8, "majority": 0.85, "swiss": 0.82, "oracle": 1.0},
+        "shared_pool": {"random": 0.8, "swiss": 0.82, "oracle": 1.0},
+        "verdicts": {"own": "PASS", "shared": "PASS"},
     }
-    checks = goal_checks(warm, final)
-    assert checks["met"] and checks["solution_pass_rate_gain"] == pytest.approx(0.06)
-    final["judge_balanced_accuracy"] = 0.64
-    assert not goal_checks(warm, final)["met"]
+    better = {
+        **model,
+        "judge_balanced_accuracy": 0.95,
+        "shared_pool": {**model["shared_pool"], "swiss": 0.97},
+    }
+    summary = {
+        "models": {"warm_start": model, "grpo": model, "pairrl": better},
+        "heldout": {"k": 8},
+        "verification_gain": {
+            "judge_balanced_accuracy_vs_grpo": 25.0,
+            "shared_pool_swiss_vs_grpo": 15.0,
+            "pass_rate_vs_grpo": 0.0,
+        },
+    }
+    table = format_table(summary)
+    assert "best-of-8 Swiss (own judge)" in table and "PairRL" in table and "GRPO" in table
+    assert "judge balanced accuracy +25.0 points" in table
+    assert "benchmark gate: PASS on every run" in table
+    assert label("grpo@4") == "GRPO-4"
     curves = curves_from_log_history([{"step": 1, "judge/balanced_accuracy": 0.7}, {"loss": 1.0}])
     assert curves["step"] == [1] and curves["solution_pass_rate"] == [None]

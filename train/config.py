@@ -323,6 +323,11 @@ class LoggingConfig(PairrlModel):
     num_completions_to_print: int = Field(
         default=0, ge=0, description="completions printed to the console per log"
     )
+    console: Literal["progress", "dicts"] = Field(
+        default="progress",
+        description="progress: one progress bar per stage (with the ETA and the pass rate), "
+        "every log dict in RUN/train_log.jsonl; dicts: TRL's per-step dicts on the console",
+    )
 
 
 class CheckpointConfig(PairrlModel):

@@ -87,5 +87,6 @@ def prepare_policy(
                 lr=cfg.warm_start.lr,
                 batch_size=cfg.warm_start.batch_size,
                 seed=cfg.seed,
+                show_progress=cfg.logging.console == "progress",
             )
     return Policy(str(warm_dir), warm_dir, report)

@@ -32,6 +32,7 @@ class FinishedRun:
     final_dir: Path
     log_history: list[dict[str, Any]]
     wall_s: dict[str, float] = field(default_factory=dict)
+    started_at: float = 0.0  # time.time() when the run started
 
 
 @runtime_checkable

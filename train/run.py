@@ -194,12 +194,21 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
         pairrl_cfg=cfg,
     )
     timer.trainer = trainer
+    if cfg.logging.console == "progress":
+        from pairrl.train.progress import StepProgress, quiet_console
+
+        quiet_console(trainer)
+        label = f"train ({cfg.rollout.mode})"
+        trainer.add_callback(StepProgress(label, setup.run_dir / "train_log.jsonl"))
     return _Training(trainer, executor, on_signal, len(tasks_by_prompt), duplicates)
 
 
 def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[str, Any]:
     """Train per ``cfg``; returns a summary (steps, wall time, final metrics, paths)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    started_at = time.time()
+    if cfg.logging.console == "progress":
+        _quiet_libraries()
     setup = _setup(cfg, plan, resume)
     source = _source(cfg)
     policy = prepare_policy(cfg, setup.run_dir, setup.state, source.conversations)
@@ -221,7 +230,16 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
             "global_step": trainer.state.global_step,
             "wall_s": round(wall, 2),
         }
-    return _finish(cfg, setup, source, policy, training, wall)
+    return _finish(cfg, setup, source, policy, training, wall, started_at)
+
+
+def _quiet_libraries() -> None:
+    """No per-item progress bars from transformers (weights) and datasets (maps)."""
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
 
 
 def _finish(
@@ -231,6 +249,7 @@ def _finish(
     policy: Policy,
     training: _Training,
     wall: float,
+    started_at: float,
 ) -> dict[str, Any]:
     """Save the final model and the metrics file; run the recipe's hook; summarise."""
     run_dir, is_main, trainer = setup.run_dir, setup.state.is_main_process, training.trainer
@@ -250,6 +269,7 @@ def _finish(
             final_dir=final_dir,
             log_history=log_history,
             wall_s={"train": wall, **({"warm_start": report["wall_s"]} if report else {})},
+            started_at=started_at,
         )
         recipe_summary = source.recipe.recipe.after_training(cfg, source.recipe.options, finished)
     history = [row for row in log_history if "pairrl/solution_pass_rate" in row]

@@ -25,10 +25,13 @@ def warm_start(
     lr: float,
     batch_size: int,
     seed: int = 0,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
     """Train ``steps`` SFT steps and save model + tokenizer to ``out_dir``.
 
-    Returns ``{"steps", "first_loss", "last_loss", "wall_s", "out_dir"}``.
+    With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
+    ``warm_start_log.jsonl`` instead of the console. Returns ``{"steps", "first_loss",
+    "last_loss", "wall_s", "out_dir"}``.
     """
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -42,6 +45,12 @@ def warm_start(
     dataset = Dataset.from_list([{"messages": conv} for conv in conversations])
     args = SFTConfig(**_sft_args(out_dir, steps=steps, lr=lr, batch_size=batch_size, seed=seed))
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    if show_progress:
+        from pairrl.train.progress import StepProgress, quiet_console
+
+        quiet_console(trainer)
+        log = Path(out_dir).parent / "warm_start_log.jsonl"
+        trainer.add_callback(StepProgress("warm start (SFT)", log))
     trainer.train()
     losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
     out = Path(out_dir)

@@ -9,7 +9,9 @@ batch size are its ``warm_start`` fields.
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
 
 from pairrl.config import PairrlModel
 
@@ -32,8 +34,15 @@ class ToyAdditionOptions(PairrlModel):
         default=0.0,
         ge=0.0,
         le=1.0,
-        description="how often the warm-start teacher drops the units carry in its worked sum "
-        "(solutions and the judge's own sum alike): the imperfection RL is meant to fix",
+        description="how often the warm-start solver teacher drops the units carry in its "
+        "worked sum: the solver's imperfection (trained by the correctness reward)",
+    )
+    teacher_dropped_borrow: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="how often the warm-start judge teacher drops the borrow in its worked "
+        "differences: the judge's imperfection (trained by the verification reward only)",
     )
     eval_k: int = Field(default=8, ge=2, le=64, description="candidates per held-out problem")
     eval_problems: int | None = Field(
@@ -41,5 +50,16 @@ class ToyAdditionOptions(PairrlModel):
     )
     eval_batch_size: int = Field(default=256, ge=1, description="sequences per generate call")
     swiss_budget_per_candidate: int = Field(
-        default=2, ge=1, le=16, description="Swiss budget B = this x k (paper: 2)"
+        default=2, ge=1, le=3, description="Swiss budget B = this x k (paper: 2)"
+    )
+    baselines: list[
+        Annotated[str, StringConstraints(pattern=r"^(pairrl|pointrl|grpo)(@[0-9]+)?$")]
+    ] = Field(
+        default_factory=lambda: ["grpo"],
+        description="modes also trained from the same warm start, seed and steps, and "
+        "evaluated beside the run's own mode; mode@G sets its group size (grpo@4: four "
+        "solutions per problem)",
+    )
+    evaluate: bool = Field(
+        default=True, description="evaluate after training (off for the baseline runs)"
     )

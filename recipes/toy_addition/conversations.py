@@ -1,19 +1,25 @@
 """The toy recipe's warm-start conversations (trained by ``pairrl.train.warm_start``).
 
 They teach three formats on training problems only (see ``prompts`` beside this module):
-solutions (the column-by-column worked sum in ``<think>``, then a fenced ``f()`` returning it),
-pairwise judgements and pointwise judgements (the same worked sum, digit-by-digit checks
-of each candidate against it, then 9 for a match and 1 otherwise). Judge candidates are
-the true sum or the mistakes a digit adder makes (``distractor_answers``), in random A/B
-order; pairs with no correct candidate are common (35%) so that copying a candidate as the
-judge's own sum does not pay.
+solutions (the column-by-column worked sum in ``<think>``, then a fenced ``f()`` returning
+it), and pairwise and pointwise judgements (each candidate checked by a worked
+difference, candidate minus a, compared with b digit by digit, then 9 for a match and 1
+otherwise). Judge candidates are the true sum or the mistakes a digit adder makes
+(``distractor_answers``), in random A/B order; pairs with no correct candidate are common
+(35%) so that a judge must check each candidate rather than compare them.
 
-The teacher is imperfect on purpose, in one way RL can fix: with probability
-``recipe.options.teacher_dropped_carry`` its worked sum drops the units carry (``6+4=10`` for
-``6+4+1=11``), in solutions and in the judge's own sum alike, and the judge then rates
-against its wrong sum. The warm-started model therefore samples a dropped carry about as
-often, as solver and as judge; the verification and correctness rewards both favour the
-``+1``, so PairRL can train one shared decision from both roles.
+Two teachers, each imperfect in its own way, in one decision RL can fix:
+
+* the solver teacher drops the units carry (``6+4=10`` for ``6+4+1=11``) with probability
+  ``teacher_dropped_carry``;
+* the judge teacher drops the borrow (``11-6=5`` for ``11-1-6=4``) with probability
+  ``teacher_dropped_borrow``, and rates against its wrong difference: it then rejects the
+  true sum and accepts exactly the dropped-carry answer (a borrow is needed exactly where
+  the sum carried).
+
+The two are drawn independently and are different computations: the correctness reward
+(every mode) trains the ``+1``; only the verification reward (judgement samples, PairRL and
+PointRL) trains the ``-1``.
 """
 
 from __future__ import annotations
@@ -63,16 +69,23 @@ def warm_start_conversations(
     num_examples: int,
     seed: int = 0,
     dropped_carry_rate: float = 0.0,
+    dropped_borrow_rate: float = 0.0,
 ) -> list[list[dict[str, str]]]:
     """``num_examples`` chat conversations (prompt + assistant target) in the MIX shares.
 
-    ``dropped_carry_rate``: how often the teacher's worked sum drops the units carry, in
-    solutions and in the judge's own sum alike (the judge then rates against that sum).
+    ``dropped_carry_rate``: how often the solver teacher's worked sum drops the units
+    carry. ``dropped_borrow_rate``: how often the judge teacher's worked differences drop
+    the borrow (in every line of that judgement that has one); the judge then rates
+    against its wrong differences. The two errors are drawn independently.
     """
     if not problems:
         raise ValueError("warm_start_conversations needs at least one problem")
-    if not 0.0 <= dropped_carry_rate <= 1.0:
-        raise ValueError(f"dropped_carry_rate must be in [0, 1], got {dropped_carry_rate}")
+    for name, rate in (
+        ("dropped_carry_rate", dropped_carry_rate),
+        ("dropped_borrow_rate", dropped_borrow_rate),
+    ):
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {rate}")
     rng = random.Random(seed)
     kinds, weights = zip(*PAIR_KINDS, strict=True)
     out: list[list[dict[str, str]]] = []
@@ -81,6 +94,7 @@ def warm_start_conversations(
         task = problem.to_task()
         roll = rng.random()
         drop_carry = teacher_drops_carry(problem, dropped_carry_rate, rng)
+        drop_borrow = rng.random() < dropped_borrow_rate
         if roll < MIX[0]:
             messages = generation_messages(task)
             target = solution_completion(problem, drop_carry)
@@ -94,11 +108,11 @@ def warm_start_conversations(
             rng.shuffle(correct)
             values = [_candidate(problem, c, rng) for c in correct]
             messages = pairwise_messages(task, solution_text(values[0]), solution_text(values[1]))
-            target = pairwise_judgement_text(problem, values, drop_carry)
+            target = pairwise_judgement_text(problem, values, drop_borrow)
         else:
             correct_one = rng.random() < 0.5
             value = _candidate(problem, correct_one, rng)
             messages = pointwise_messages(task, solution_text(value))
-            target = pointwise_judgement_text(problem, value, drop_carry)
+            target = pointwise_judgement_text(problem, value, drop_borrow)
         out.append([*messages, {"role": "assistant", "content": target}])
     return out

@@ -1,35 +1,30 @@
 """The toy recipe's prompts and the exact completions its warm start teaches.
 
-Compact prompts, not ``pairrl.rollout.prompts``' paper wording: the tiny model reads every prompt
-token on two CPU cores, and the paper's reviewer instructions (about 250 tokens) would
-multiply the judge's cost by ten while carrying nothing a 0.3M-parameter model can use.
-The *output* formats are the product's: a fenced python block for solutions and
-``<rating_A>k</rating_A>`` / ``<rating_B>k</rating_B>`` (or ``<rating>k</rating>``) parsed
-by ``pairrl.rewards``, so the trainer's rollout, reward and metrics run unchanged.
+Compact prompts, not ``pairrl.rollout.prompts``' paper wording: the tiny model reads every
+prompt token on two CPU cores, and the paper's reviewer instructions (about 250 tokens)
+would multiply the judge's cost by ten while carrying nothing a 0.6M-parameter model can
+use. The *output* formats are the product's: a fenced python block for solutions and
+``<rating_A>k</rating_A>`` / ``<rating_B>k</rating_B>`` (or ``<rating>k</rating>``)
+parsed by ``pairrl.rewards``, so the trainer's rollout, reward and metrics run unchanged.
 
 Rating tokens. The tiny tokenizer splits digits, so "10" is the two tokens "1", "0" and
 shares its first token with "1": an unsure judge that spreads mass over 1 and 10 emits
 "1" first and the verdict is decided by the second token. The warm start therefore
-teaches only single-token ratings: **9 for a correct solution, 1 for an incorrect one**.
-They are read on the paper's scale unchanged, v = (r - 1) / 9, so 9 -> 0.889 and
-1 -> 0.0; both lie inside the 0.2 reward threshold of their label (rewards 0.889 and 1.0).
-Nothing stops RL from emitting 10 (it parses and is rewarded as the paper's 10).
+teaches only single-token ratings: **9 for a correct solution, 1 for an incorrect one**,
+read on the paper's scale unchanged (v = (r - 1) / 9: 9 -> 0.889, 1 -> 0.0, both inside
+the 0.2 reward threshold of their label).
 
-Both roles think the same first thought. Every completion opens with a worked sum in
-``<think>..</think>`` (the parser reads only what follows the last ``</think>``), done
-column by column: ``<think>67+48: 7+8=15 6+4+1=11 115</think>`` then the solver's code, or
-then the judge's checks. Restating the operands makes each column a local computation
-(digits a few tokens back), the carry is an explicit ``+1``, and because solver and judge
-share the thought token for token, one circuit serves both: a better solver is a better
-judge.
+Solving and checking are different skills. The solver adds, column by column, with an
+explicit carry: ``<think>67+48: 7+8=15 6+4+1=11 115</think>`` then the code. The judge
+never adds: it checks a candidate c by subtracting, column by column with an explicit
+borrow, c - a, and comparing the difference with b digit by digit:
+``A 115-67: 15-7=8 11-1-6=4 48 44= 88=`` (units 15-7 borrows; the tens take the borrow
+back, ``-1``; 48 is b, so each digit check is ``=``), then 9 or 1. The judge's decision that
+matters is the ``-1`` after the borrow, the solver's the ``+1`` after the carry: one
+sampled token each, in two different computations, so training one does not train the
+other. A judgement sample (PairRL) is the only thing that trains the judge's ``-1``.
 
-The judge checks rather than guesses. After its sum it lines up each candidate's returned
-number digit by digit with its own: own digit, candidate digit, then ``=`` or ``!``
-(``A 11= 10! 55=``), so each mark compares the two tokens just before it and each rating
-reads its line's marks. It rates against its *own* sum, so a judge that drops a carry
-rates consistently with its mistake.
-
-Why this format and not simpler ones (what was tried, with numbers): docs/experiments.md.
+Why this format and the teachers' errors: docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -45,6 +40,7 @@ from pairrl.rollout.prompts import solution_for_judge
 __all__ = [
     "CORRECT_RATING",
     "INCORRECT_RATING",
+    "check_line",
     "digit_checks",
     "generation_messages",
     "pairwise_judgement_text",
@@ -54,6 +50,7 @@ __all__ = [
     "pointwise_messages",
     "prompt_kit",
     "solution_completion",
+    "worked_difference",
     "worked_sum",
 ]
 
@@ -92,25 +89,27 @@ def _rating(correct: bool) -> int:
     return CORRECT_RATING if correct else INCORRECT_RATING
 
 
-def digit_checks(own_sum: int, candidate: str) -> str:
-    """Own digit, candidate digit and ``=`` or ``!`` per position; a missing digit is ``_``.
+def digit_checks(expected: int, found: str) -> str:
+    """Expected digit, found digit and ``=`` or ``!`` per position; a missing digit is ``_``.
 
-    >>> digit_checks(115, "105")
-    '11= 10! 55='
-    >>> digit_checks(115, "15")
-    '11= 15! 5_!'
+    >>> digit_checks(48, "48")
+    '44= 88='
+    >>> digit_checks(48, "38")
+    '43! 88='
+    >>> digit_checks(48, "148")
+    '41! 84! _8!'
     """
-    own = str(own_sum)
-    width = max(len(own), len(candidate))
-    pairs = zip(own.ljust(width, "_"), candidate.ljust(width, "_"), strict=True)
+    own = str(expected)
+    width = max(len(own), len(found))
+    pairs = zip(own.ljust(width, "_"), found.ljust(width, "_"), strict=True)
     return " ".join(f"{x}{y}{'=' if x == y else '!'}" for x, y in pairs)
 
 
 def worked_sum(problem: AdditionProblem, drop_carry: bool = False) -> tuple[str, int]:
-    """The first thought of every completion, column by column, and the sum it reaches.
+    """The solver's thought, column by column, and the sum it reaches.
 
     Operands restated, units column, tens column (with ``+1`` when the units carry), sum.
-    ``drop_carry`` leaves out the ``+1``: the mistake the warm-start teacher makes.
+    ``drop_carry`` leaves out the ``+1``: the mistake the warm-start solver teacher makes.
 
     >>> worked_sum(AdditionProblem(67, 48))
     ('67+48: 7+8=15 6+4+1=11 115', 115)
@@ -130,6 +129,49 @@ def worked_sum(problem: AdditionProblem, drop_carry: bool = False) -> tuple[str,
     return f"{a}+{b}: {a % 10}+{b % 10}={units} {tens_text}={tens} {total}", total
 
 
+def worked_difference(
+    problem: AdditionProblem, candidate: int, drop_borrow: bool = False
+) -> tuple[str, int]:
+    """The judge's check of one candidate c: c - a column by column, and the difference.
+
+    Units: ``c0-a0``, or ``1c0-a0`` when c0 < a0 (a borrow). Tens: the rest of c (its
+    hundreds and tens, ``11`` for 115) minus the borrow ``-1`` minus a's tens digit.
+    ``drop_borrow`` leaves out the ``-1``: the mistake the warm-start judge teacher makes.
+
+    >>> worked_difference(AdditionProblem(67, 48), 115)
+    ('115-67: 15-7=8 11-1-6=4 48', 48)
+    >>> worked_difference(AdditionProblem(67, 48), 105)
+    ('105-67: 15-7=8 10-1-6=3 38', 38)
+    >>> worked_difference(AdditionProblem(67, 48), 105, drop_borrow=True)
+    ('105-67: 15-7=8 10-6=4 48', 48)
+    >>> worked_difference(AdditionProblem(61, 48), 109)
+    ('109-61: 9-1=8 10-6=4 48', 48)
+    """
+    a = problem.a
+    c0, rest = candidate % 10, candidate // 10
+    a0, a1 = a % 10, a // 10
+    borrow = c0 < a0
+    units = c0 + 10 * borrow - a0
+    units_text = f"{'1' if borrow else ''}{c0}-{a0}={units}"
+    take = 1 if borrow and not drop_borrow else 0
+    tens = rest - take - a1
+    tens_text = f"{rest}-1-{a1}={tens}" if take else f"{rest}-{a1}={tens}"
+    diff = tens * 10 + units
+    return f"{candidate}-{a}: {units_text} {tens_text} {diff}", diff
+
+
+def check_line(
+    problem: AdditionProblem, candidate: int, drop_borrow: bool = False
+) -> tuple[str, bool]:
+    """The worked difference and its digit checks against b; whether they all match.
+
+    >>> check_line(AdditionProblem(67, 48), 105)
+    ('105-67: 15-7=8 10-1-6=3 38 43! 88=', False)
+    """
+    text, diff = worked_difference(problem, candidate, drop_borrow)
+    return f"{text} {digit_checks(problem.b, str(diff))}", diff == problem.b
+
+
 def solution_completion(problem: AdditionProblem, drop_carry: bool = False) -> str:
     """A solution: the worked sum, then code returning the sum it reached.
 
@@ -145,49 +187,42 @@ def solution_completion(problem: AdditionProblem, drop_carry: bool = False) -> s
 
 
 def pairwise_judgement_text(
-    problem: AdditionProblem, shown_values: Sequence[int], drop_carry: bool = False
+    problem: AdditionProblem, shown_values: Sequence[int], drop_borrow: bool = False
 ) -> str:
-    """A judgement of two candidates returning ``shown_values``.
-
-    The judge rates against its own worked sum: one that drops the carry rates
-    consistently with its wrong sum, as a real self-verifier shares its blind spots.
+    """A judgement of two candidates returning ``shown_values``: each checked by its own
+    worked difference and rated 9 (matches b) or 1, consistently with the judge's checks,
+    as a real verifier acts on its own (possibly wrong) checking.
 
     >>> print(pairwise_judgement_text(AdditionProblem(67, 48), [115, 105]))
-    <think>67+48: 7+8=15 6+4+1=11 115
-    A 11= 11= 55=
-    B 11= 10! 55=</think>
+    <think>A 115-67: 15-7=8 11-1-6=4 48 44= 88=
+    B 105-67: 15-7=8 10-1-6=3 38 43! 88=</think>
     <rating_A>9</rating_A>
     <rating_B>1</rating_B>
-    >>> print(pairwise_judgement_text(AdditionProblem(67, 48), [115, 105], drop_carry=True))
-    <think>67+48: 7+8=15 6+4=10 105
-    A 11= 01! 55=
-    B 11= 00= 55=</think>
+    >>> print(pairwise_judgement_text(AdditionProblem(67, 48), [115, 105], drop_borrow=True))
+    <think>A 115-67: 15-7=8 11-6=5 58 45! 88=
+    B 105-67: 15-7=8 10-6=4 48 44= 88=</think>
     <rating_A>1</rating_A>
     <rating_B>9</rating_B>
     """
-    thought, own = worked_sum(problem, drop_carry)
-    va, vb = shown_values
-    lines = [thought] + [
-        f"{name} {digit_checks(own, str(v))}" for name, v in (("A", va), ("B", vb))
-    ]
-    think = "\n".join(lines)
-    ra, rb = (_rating(v == own) for v in (va, vb))
-    return f"<think>{think}</think>\n<rating_A>{ra}</rating_A>\n<rating_B>{rb}</rating_B>"
+    (line_a, ok_a), (line_b, ok_b) = (check_line(problem, v, drop_borrow) for v in shown_values)
+    think = f"A {line_a}\nB {line_b}"
+    return (
+        f"<think>{think}</think>\n<rating_A>{_rating(ok_a)}</rating_A>\n"
+        f"<rating_B>{_rating(ok_b)}</rating_B>"
+    )
 
 
 def pointwise_judgement_text(
-    problem: AdditionProblem, shown_value: int, drop_carry: bool = False
+    problem: AdditionProblem, shown_value: int, drop_borrow: bool = False
 ) -> str:
-    """A pointwise judgement (for the PointRL ablation), rated against its own sum.
+    """A pointwise judgement (for the PointRL ablation): the same check, one rating.
 
     >>> print(pointwise_judgement_text(AdditionProblem(67, 48), 105))
-    <think>67+48: 7+8=15 6+4+1=11 115
-    11= 10! 55=</think>
+    <think>105-67: 15-7=8 10-1-6=3 38 43! 88=</think>
     <rating>1</rating>
     """
-    thought, own = worked_sum(problem, drop_carry)
-    think = f"{thought}\n{digit_checks(own, str(shown_value))}"
-    return f"<think>{think}</think>\n<rating>{_rating(shown_value == own)}</rating>"
+    line, ok = check_line(problem, shown_value, drop_borrow)
+    return f"<think>{line}</think>\n<rating>{_rating(ok)}</rating>"
 
 
 def prompt_kit() -> PromptKit:

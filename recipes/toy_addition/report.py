@@ -1,22 +1,34 @@
-"""The demo's outputs: ``summary.json`` and a PNG of its curves and best-of-k bars.
+"""The main job's outputs: ``summary.json``, ``demo.png`` and the table a user reads.
 
-Training curves come from the trainer's logged history (TRL ``log_history`` entries with
-``pairrl/solution_pass_rate`` and ``judge/balanced_accuracy``, measured on each step's own
-training batch); the held-out points come from ``pairrl.recipes.toy_addition.evaluate`` for the warm start
-and the final model.
+``finish`` trains the baselines and evaluates every model (``experiment``), then writes:
+
+* ``summary.json``: under ``models``, one entry per model (``warm_start``, each baseline,
+  the run's own mode) with ``solution_pass_rate``, ``judge_balanced_accuracy`` (the fixed
+  pairs of the shared pool: the same items for every judge), ``best_of_k`` (random,
+  majority, swiss, oracle on the model's own candidates) and ``shared_pool`` (random,
+  swiss, oracle with the model judging the warm start's candidates); ``verification_gain``
+  (what pairwise verification added over GRPO, in points); the training curves; ``wall_s``
+  per stage and in total; the benchmark runs' folders.
+* ``demo.png``: both runs' training curves and the held-out bars side by side.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GOAL_POINTS", "curves_from_log_history", "goal_checks", "plot_demo", "write_summary"]
-
-GOAL_POINTS = 0.05  # the demo's bar: both held-out metrics rise by at least 5 points
+__all__ = [
+    "curves_from_log_history",
+    "finish",
+    "format_table",
+    "label",
+    "plot_demo",
+    "verification_gain",
+]
 
 CURVE_KEYS = {
     "solution_pass_rate": "pairrl/solution_pass_rate",
@@ -24,6 +36,17 @@ CURVE_KEYS = {
     "verification_reward": "pairrl/verification_reward",
     "parse_failure_rate": "pairrl/parse_failure_rate",
 }
+LABELS = {"warm_start": "warm start", "grpo": "GRPO", "pointrl": "PointRL", "pairrl": "PairRL"}
+
+
+def label(name: str) -> str:
+    """A model's column name: ``grpo@4`` is "GRPO-4" (its group size).
+
+    >>> label("grpo@4"), label("pairrl")
+    ('GRPO-4', 'PairRL')
+    """
+    mode, _, group = name.partition("@")
+    return LABELS.get(mode, mode) + (f"-{group}" if group else "")
 
 
 def curves_from_log_history(log_history: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -41,56 +64,157 @@ def curves_from_log_history(log_history: Sequence[dict[str, Any]]) -> dict[str, 
     return out
 
 
-def goal_checks(warm: dict[str, Any], final: dict[str, Any]) -> dict[str, Any]:
-    """The demo's three criteria, computed from the held-out metrics (never tuned here).
+def verification_gain(models: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
+    """What the run's mode added over GRPO (and the warm start), in points (x 100).
 
-    >>> goal_checks({"solution_pass_rate": 0.5, "judge_balanced_accuracy": 0.6},
-    ...             {"solution_pass_rate": 0.6, "judge_balanced_accuracy": 0.62,
-    ...              "best_of_k": {"swiss": 0.8, "random": 0.6}})["met"]
-    False
+    >>> m = {"warm_start": {"solution_pass_rate": 0.8, "judge_balanced_accuracy": 0.7,
+    ...                     "shared_pool": {"swiss": 0.8, "random": 0.8}},
+    ...      "grpo": {"solution_pass_rate": 0.99, "judge_balanced_accuracy": 0.71,
+    ...               "shared_pool": {"swiss": 0.82, "random": 0.8}},
+    ...      "pairrl": {"solution_pass_rate": 0.98, "judge_balanced_accuracy": 0.95,
+    ...                 "shared_pool": {"swiss": 0.97, "random": 0.8}}}
+    >>> g = verification_gain(m, "pairrl")
+    >>> (g["judge_balanced_accuracy_vs_grpo"], g["shared_pool_swiss_vs_grpo"], g["pass_rate_vs_grpo"])
+    (24.0, 15.0, -1.0)
     """
-    d_sol = final["solution_pass_rate"] - warm["solution_pass_rate"]
-    wj, fj = warm.get("judge_balanced_accuracy"), final.get("judge_balanced_accuracy")
-    d_judge = fj - wj if wj is not None and fj is not None else None
-    bok = final.get("best_of_k", {})
-    swiss_gain = bok["swiss"] - bok["random"] if "swiss" in bok and "random" in bok else None
-    checks = {
-        "solution_pass_rate_gain": d_sol,
-        "judge_balanced_accuracy_gain": d_judge,
-        "swiss_minus_random": swiss_gain,
-        "solution_rises_5_points": d_sol >= GOAL_POINTS,
-        "judge_rises_5_points": d_judge is not None and d_judge >= GOAL_POINTS,
-        "swiss_beats_random": swiss_gain is not None and swiss_gain > 0,
+
+    def points(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else round(100 * (a - b), 1)
+
+    own, grpo, warm = models[mode], models.get("grpo"), models["warm_start"]
+    gain = {
+        "judge_balanced_accuracy_vs_warm_start": points(
+            own["judge_balanced_accuracy"], warm["judge_balanced_accuracy"]
+        ),
+        "pass_rate_vs_warm_start": points(own["solution_pass_rate"], warm["solution_pass_rate"]),
+        "shared_pool_swiss_vs_random": points(
+            own["shared_pool"]["swiss"], own["shared_pool"]["random"]
+        ),
     }
-    checks["met"] = bool(
-        checks["solution_rises_5_points"]
-        and checks["judge_rises_5_points"]
-        and checks["swiss_beats_random"]
+    if grpo is not None and mode != "grpo":
+        gain["judge_balanced_accuracy_vs_grpo"] = points(
+            own["judge_balanced_accuracy"], grpo["judge_balanced_accuracy"]
+        )
+        gain["shared_pool_swiss_vs_grpo"] = points(
+            own["shared_pool"]["swiss"], grpo["shared_pool"]["swiss"]
+        )
+        gain["pass_rate_vs_grpo"] = points(own["solution_pass_rate"], grpo["solution_pass_rate"])
+    return gain
+
+
+ROWS = (
+    ("solution pass rate", lambda m: m["solution_pass_rate"]),
+    ("judge balanced accuracy", lambda m: m["judge_balanced_accuracy"]),
+    ("best-of-k random", lambda m: m["best_of_k"]["random"]),
+    ("best-of-k majority", lambda m: m["best_of_k"]["majority"]),
+    ("best-of-k Swiss (own judge)", lambda m: m["best_of_k"]["swiss"]),
+    ("best-of-k oracle", lambda m: m["best_of_k"]["oracle"]),
+    ("Swiss on the shared pool", lambda m: m["shared_pool"]["swiss"]),
+)
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    """The held-out numbers, one column per model, and one line of what verification added."""
+    models = summary["models"]
+    names = list(models)
+    k = summary["heldout"]["k"]
+    width = 28
+    lines = [" " * width + "".join(f"{label(n):>12}" for n in names)]
+    for row_name, get in ROWS:
+        cells = []
+        for name in names:
+            value = get(models[name])
+            cells.append(f"{'n/a' if value is None else f'{value:.3f}':>12}")
+        lines.append(f"{row_name.replace('-k', f'-{k}'):<{width}}" + "".join(cells))
+    gain = summary["verification_gain"]
+    if "judge_balanced_accuracy_vs_grpo" in gain:
+        pts = lambda v: "n/a" if v is None else f"{v:+} points"  # noqa: E731
+        lines.append(
+            f"Pairwise verification added over GRPO: judge balanced accuracy "
+            f"{pts(gain['judge_balanced_accuracy_vs_grpo'])}, Swiss on the shared pool "
+            f"{pts(gain['shared_pool_swiss_vs_grpo'])} (solution pass rate "
+            f"{pts(gain['pass_rate_vs_grpo'])})."
+        )
+    gates = {f"{n}/{run}": v for n, m in models.items() for run, v in m["verdicts"].items()}
+    failing = sorted(k for k, v in gates.items() if v != "PASS")
+    lines.append(
+        "benchmark gate: PASS on every run"
+        if not failing
+        else f"benchmark gate: FAIL on {', '.join(failing)} (failed calls beyond the tolerance; "
+        "see RUN/eval/*/report.md)"
     )
-    return checks
+    return "\n".join(lines)
 
 
 def _clean(value: Any) -> Any:
-    """JSON-safe copy: NaN/inf become None (JSON has no NaN)."""
+    """JSON-safe copy: NaN/inf become None, paths strings."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
     return value
 
 
-def write_summary(path: str | Path, summary: dict[str, Any]) -> Path:
-    """Write ``summary`` as indented JSON; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_clean(summary), indent=2, sort_keys=False) + "\n")
-    return path
+def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
+    """Baselines, benchmark runs, summary.json, demo.png, the table (see module docstring)."""
+    from pairrl.recipes.toy_addition.experiment import (
+        evaluate_models,
+        model_metrics,
+        train_baselines,
+    )
+
+    mode = cfg.rollout.mode
+    baselines = train_baselines(cfg, options, run)
+    models = {"warm_start": run.warm_start_dir, **{m: b["final_dir"] for m, b in baselines.items()}}
+    models[mode] = run.final_dir
+    started = time.perf_counter()
+    evals = evaluate_models(cfg, options, run.run_dir, models)
+    eval_wall = time.perf_counter() - started
+    swiss = f"swiss_{options.swiss_budget_per_candidate}n"
+    metrics = {name: model_metrics(evals[name], evals[f"{name}-shared"], swiss) for name in models}
+    curves = {mode: curves_from_log_history(run.log_history)}
+    curves.update({m: curves_from_log_history(b["log_history"]) for m, b in baselines.items()})
+    wall = {
+        "warm_start": run.wall_s.get("warm_start"),
+        f"train_{mode}": run.wall_s.get("train"),
+        **{f"train_{m}": b["wall_s"] for m, b in baselines.items()},
+        "eval": eval_wall,
+        "total": time.time() - run.started_at if run.started_at else None,
+    }
+    summary: dict[str, Any] = {
+        "title": f"PairRL vs {', '.join(label(m) for m in baselines)} on toy addition, "
+        f"seed {cfg.seed}",
+        "seed": cfg.seed,
+        "mode": mode,
+        "task": "toy_addition: two-digit a + b (a three-digit sum) as code run by the executor; "
+        "the judge checks a candidate c by computing c - a",
+        "heldout": {
+            "problems": evals["warm_start"]["num_tasks"],
+            "k": options.eval_k,
+            "split_seed": options.split_seed,
+            "shared_pool": "the warm start's own held-out candidates",
+            "judge_pairs": "fixed pairs (0,1),(2,3),.. of the shared pool",
+        },
+        "models": metrics,
+        "verification_gain": verification_gain(metrics, mode),
+        "curves": curves,
+        "wall_s": wall,
+        "eval_runs": {name: str(run.run_dir / "eval" / name) for name in evals},
+    }
+    (run.run_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
+    plot_demo(run.run_dir / "demo.png", summary)
+    table = format_table(summary)
+    (run.run_dir / "table.txt").write_text(table + "\n")
+    print(table)
+    return summary
 
 
 def plot_demo(path: str | Path, summary: dict[str, Any]) -> Path:
-    """Three panels: pass rate and judge balanced accuracy over steps, best-of-k bars."""
+    """Pass rate and judge balanced accuracy over RL steps for every run; held-out bars."""
     try:
         import matplotlib
 
@@ -98,42 +222,40 @@ def plot_demo(path: str | Path, summary: dict[str, Any]) -> Path:
         import matplotlib.pyplot as plt
     except ImportError as err:  # pragma: no cover - matplotlib is a core dependency
         raise RuntimeError("plotting needs matplotlib: pip install matplotlib") from err
-    curves = summary.get("curves", {})
-    warm, final = summary["warm_start"], summary["final"]
-    last_step = max(curves.get("step") or [0])
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    models, curves = summary["models"], summary["curves"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for ax, key, title in (
-        (axes[0], "solution_pass_rate", "solution pass rate"),
-        (axes[1], "judge_balanced_accuracy", "judge balanced accuracy"),
+        (axes[0], "solution_pass_rate", "solution pass rate (training batch)"),
+        (axes[1], "judge_balanced_accuracy", "judge balanced accuracy (training batch)"),
     ):
-        steps = [
-            s
-            for s, v in zip(curves.get("step", []), curves.get(key, []), strict=True)
-            if v is not None
-        ]
-        values = [v for v in curves.get(key, []) if v is not None]
-        if steps:
-            ax.plot(steps, values, color="tab:blue", alpha=0.6, label="training batch")
-        ax.plot([0, last_step], [warm[key], final[key]], "o--", color="tab:red", label="held-out")
+        for run_name, curve in curves.items():
+            points = [
+                (s, v) for s, v in zip(curve["step"], curve[key], strict=True) if v is not None
+            ]
+            if points:
+                ax.plot(*zip(*points, strict=True), label=label(run_name))
+        ax.axhline(
+            models["warm_start"][key] or 0, color="grey", ls=":", label="warm start (held-out)"
+        )
         ax.set_title(title)
         ax.set_xlabel("RL step")
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1.02)
         ax.legend(loc="lower right")
-    names = ["random", "swiss", "majority", "oracle"]
-    xs = range(len(names))
-    width = 0.38
-    axes[2].bar(
-        [x - width / 2 for x in xs],
-        [warm["best_of_k"][n] for n in names],
-        width,
-        label="warm start",
+    bars = [
+        ("pass rate", lambda m: m["solution_pass_rate"]),
+        ("judge BA", lambda m: m["judge_balanced_accuracy"]),
+        ("Swiss, shared pool", lambda m: m["shared_pool"]["swiss"]),
+        ("Swiss, own pool", lambda m: m["best_of_k"]["swiss"]),
+    ]
+    width = 0.8 / len(models)
+    for j, (name, m) in enumerate(models.items()):
+        xs = [i + (j - (len(models) - 1) / 2) * width for i in range(len(bars))]
+        axes[2].bar(xs, [get(m) or 0 for _, get in bars], width, label=label(name))
+    axes[2].set_xticks(range(len(bars)), [b for b, _ in bars])
+    axes[2].set_ylim(0, 1.02)
+    axes[2].set_title(
+        f"held-out ({summary['heldout']['problems']} problems, k = {summary['heldout']['k']})"
     )
-    axes[2].bar(
-        [x + width / 2 for x in xs], [final["best_of_k"][n] for n in names], width, label="final"
-    )
-    axes[2].set_xticks(list(xs), names)
-    axes[2].set_ylim(0, 1)
-    axes[2].set_title(f"held-out best-of-{final.get('k', '?')}")
     axes[2].legend(loc="lower right")
     fig.suptitle(summary.get("title", "PairRL toy demo"))
     fig.tight_layout()

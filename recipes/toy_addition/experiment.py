@@ -1,0 +1,175 @@
+"""The main job's comparison: baselines trained from the run's own warm start, then every
+model evaluated on the held-out problems by the selection benchmark (``pairrl.eval``).
+
+``train_baselines`` re-runs the trainer (``pairrl.train.run.run_training``) once per
+baseline mode, from the same warm start, seed and steps as the main run, each in
+``RUN/baselines/<mode>``. ``evaluate_models`` runs ``pairrl eval`` twice per model, each a
+benchmark run with its own folder and ``config.json`` (so ``pairrl eval RUN/eval/X/config.json``
+reproduces it):
+
+* ``RUN/eval/<model>``: the model samples k candidates per held-out problem and judges
+  them; pass rate, best-of-k by random / execution agreement (majority) / Swiss with the
+  model as judge / oracle;
+* ``RUN/eval/<model>-shared``: the model judges one pool shared by every model, the warm
+  start's own candidates: Swiss on that pool, and the fixed pairs (0, 1), (2, 3), ... of
+  every problem for the judge's balanced accuracy, so every judge faces the same items.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pairrl.eval.config import EvalConfig
+from pairrl.recipes.toy_addition.config import ToyAdditionOptions
+
+__all__ = ["SHARED_POOL_MODEL", "evaluate_models", "model_metrics", "train_baselines"]
+
+SHARED_POOL_MODEL = "warm_start"  # whose candidates every judge is measured on
+
+
+def train_baselines(cfg: Any, options: ToyAdditionOptions, run: Any) -> dict[str, dict[str, Any]]:
+    """Train each baseline from the main run's warm start (``mode`` or ``mode@G``, G its
+    group size), same seed and steps; {name: {final_dir, wall_s, log_history}}."""
+    from pairrl.train.plan import resolve_plan
+    from pairrl.train.run import run_training
+
+    out: dict[str, dict[str, Any]] = {}
+    for name in options.baselines:
+        if name == cfg.rollout.mode:
+            continue
+        mode, _, group = name.partition("@")
+        rollout = {**cfg.rollout.model_dump(), "mode": mode}
+        if group:
+            rollout["group_size"] = int(group)
+        base_options = options.model_copy(update={"baselines": [], "evaluate": False})
+        baseline = cfg.model_copy(
+            update={
+                "rollout": type(cfg.rollout).model_validate(rollout),
+                "model": cfg.model.model_copy(
+                    update={"path": str(run.warm_start_dir), "build_tiny": False}
+                ),
+                "warm_start": cfg.warm_start.model_copy(update={"steps": 0}),
+                "recipe": cfg.recipe.model_copy(update={"options": base_options.model_dump()}),
+                "logging": cfg.logging.model_copy(
+                    update={"run_name": f"{cfg.logging.run_name}-{name}"}
+                ),
+            }
+        )
+        folder = run.run_dir / "baselines" / name.replace("@", "-g")
+        started = time.perf_counter()
+        summary = run_training(baseline, resolve_plan(baseline, out=str(folder)))
+        out[name] = {
+            "final_dir": Path(summary["final_model"]),
+            "wall_s": time.perf_counter() - started,
+            "log_history": _read_log(folder / "metrics.jsonl"),
+        }
+    return out
+
+
+def _read_log(path: Path) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def eval_config(
+    cfg: Any,
+    options: ToyAdditionOptions,
+    out_dir: Path,
+    model_dir: Path,
+    pool: Path | None = None,
+) -> EvalConfig:
+    """The benchmark run for one model: on its own samples, or judging a given pool."""
+    sol, judge = cfg.sampling.solution, cfg.sampling.judgement
+    swiss = f"swiss_{options.swiss_budget_per_candidate}n"
+    if pool is None:
+        candidates: dict[str, Any] = {
+            "source": "model",
+            "model": str(model_dir),
+            "k": options.eval_k,
+            "sampling": {
+                "temperature": sol.temperature,
+                "top_p": sol.top_p,
+                "max_tokens": sol.max_tokens,
+                "seed": cfg.seed,
+            },
+            "batch_size": options.eval_batch_size,
+        }
+        selectors = ["random", "agreement", swiss, "oracle"]
+    else:
+        candidates = {"source": "pool", "pool": str(pool), "k": options.eval_k}
+        selectors = ["random", swiss, "oracle"]
+    return EvalConfig.model_validate(
+        {
+            "out_dir": str(out_dir),
+            "cache_dir": str(out_dir.parent / "cache"),  # shared: one model's calls, reused
+            "recipe": {"name": cfg.recipe.name, "options": cfg.recipe.options},
+            "candidates": candidates,
+            "judge": {
+                "model": str(model_dir),
+                "readout": "sampled",
+                "temperature": judge.temperature,
+                "top_p": judge.top_p,
+                "max_tokens": judge.max_tokens,
+                "seed": cfg.seed + 1,
+                "batch_size": options.eval_batch_size,
+                "controls": False,
+                "fixed_pairs": pool is not None,
+            },
+            "selectors": selectors,
+            "executor": {
+                "timeout_s": cfg.executor.timeout_s,
+                "workers": cfg.executor.num_workers,
+                "isolation": cfg.executor.isolation,
+            },
+            "selective": {"enabled": False},
+            # a tiny sampled judge now and then truncates or garbles a rating: tolerate 1%
+            # failed calls (counted and reported), no more
+            "gate": {"tolerance": 0.01},
+            "bootstrap": 200,
+            "seed": cfg.seed,
+        }
+    )
+
+
+def evaluate_models(
+    cfg: Any, options: ToyAdditionOptions, run_dir: Path, models: dict[str, Path]
+) -> dict[str, dict[str, Any]]:
+    """Both benchmark runs for every model (the shared pool's owner first); their summaries."""
+    from pairrl.eval.runner import run_eval
+
+    order = [SHARED_POOL_MODEL, *[m for m in models if m != SHARED_POOL_MODEL]]
+    summaries: dict[str, dict[str, Any]] = {}
+    pool = run_dir / "eval" / SHARED_POOL_MODEL / "candidates.jsonl"
+    for name in order:
+        model = models[name]
+        own = eval_config(cfg, options, run_dir / "eval" / name, model)
+        shared = eval_config(cfg, options, run_dir / "eval" / f"{name}-shared", model, pool)
+        summaries[name] = run_eval(own).summary
+        summaries[f"{name}-shared"] = run_eval(shared).summary
+    return summaries
+
+
+def model_metrics(own: dict[str, Any], shared: dict[str, Any], swiss: str) -> dict[str, Any]:
+    """One model's headline numbers from its two benchmark summaries."""
+    value = lambda s, name: s["selectors"][name]["accuracy"]["value"]  # noqa: E731
+    fixed = shared.get("judge_quality", {}).get("fixed_pairs", {})
+    return {
+        "solution_pass_rate": own["pass@1"]["value"],
+        "judge_balanced_accuracy": fixed.get("balanced_accuracy"),
+        "judge_failed_pairs": fixed.get("failed"),
+        "best_of_k": {
+            "random": value(own, "random"),
+            "majority": value(own, "agreement"),
+            "swiss": value(own, swiss),
+            "oracle": value(own, "oracle"),
+        },
+        "shared_pool": {
+            "random": value(shared, "random"),
+            "swiss": value(shared, swiss),
+            "oracle": value(shared, "oracle"),
+        },
+        "verdicts": {"own": own["verdict"], "shared": shared["verdict"]},
+    }

@@ -1,0 +1,100 @@
+"""What a training run shows while it runs: one progress bar per stage, the step dicts in a log.
+
+``StepProgress`` is a ``transformers`` callback: a progress bar with the ETA and the few
+numbers a user watches (pass rate, verification reward, loss), while every log dict TRL
+emits goes, one JSON line each, to ``RUN/train_log.jsonl`` (``tail -f`` it on a cluster)
+instead of the console. ``logging.console: dicts`` keeps TRL's own per-step printing.
+Only the main process draws or writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+__all__ = ["WATCHED", "StepProgress", "quiet_console"]
+
+# Shown on the bar when present in a log (short names: the bar is one line).
+WATCHED = {
+    "pairrl/solution_pass_rate": "pass",
+    "judge/balanced_accuracy": "judge BA",
+    "pairrl/verification_reward": "ver",
+    "loss": "loss",
+}
+
+
+class StepProgress(TrainerCallback):
+    """A rich progress bar over the optimiser steps; log dicts to a JSONL file."""
+
+    def __init__(self, label: str, log_path: Path | None, enabled: bool = True) -> None:
+        self.label = label
+        self.log_path = log_path
+        self.enabled = enabled
+        self._progress: Any = None
+        self._task: Any = None
+        self._shown: dict[str, str] = {}
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not state.is_world_process_zero:
+            return
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[shown]}"),
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(
+            self.label, total=state.max_steps, completed=state.global_step, shown=""
+        )
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=state.global_step)
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        if not state.is_world_process_zero or not logs:
+            return
+        if self.log_path is not None:
+            with self.log_path.open("a") as handle:
+                handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+        for key, short in WATCHED.items():
+            if isinstance(logs.get(key), int | float):
+                self._shown[short] = f"{short} {float(logs[key]):.3f}"
+        if self._progress is not None:
+            self._progress.update(self._task, shown="  ".join(self._shown.values()))
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=state.global_step)
+            self._progress.stop()
+            self._progress = None
+
+
+def quiet_console(trainer: Any) -> None:
+    """Remove the callbacks that print TRL's per-step dicts and tqdm bars to the console."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for callback in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(callback)

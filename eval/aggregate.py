@@ -2,7 +2,8 @@
 
 Rows per selector: selected accuracy, the share of the pass@1 -> oracle gap it closes,
 accuracy on swing tasks (mixed labels: the only tasks where selection matters), failures
-and cost. Intervals are percentile bootstraps over tasks, resampled jointly so that a
+and cost (judge calls, tokens in all and per task); over all rows, the cost frontier and
+selective verification's savings (``pairrl.eval.cost``). Intervals are percentile bootstraps over tasks, resampled jointly so that a
 selector's accuracy and the pass@1/oracle it is compared against share the same tasks.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from pairrl.eval.cost import cost_summary
 from pairrl.eval.metrics import bootstrap_ci, gap_closed
 from pairrl.eval.selectors import Cost, Selection
 
@@ -77,15 +79,24 @@ def summarise(
                 )
             ),
             "failure_examples": {t: per_task[t].failure for t in failures[:5]},
-            "cost": {
-                "judge_calls": cost.judge_calls,
-                "failed_calls": cost.failed_calls,
-                "prompt_tokens": cost.prompt_tokens,
-                "completion_tokens": cost.completion_tokens,
-                "wall_s": round(cost.wall_s, 3),
-            },
+            "cost": _cost_row(cost, len(task_ids)),
         }
+    summary["cost"] = cost_summary(summary["selectors"])
     return summary
+
+
+def _cost_row(cost: Cost, num_tasks: int) -> dict[str, Any]:
+    tokens = cost.prompt_tokens + cost.completion_tokens
+    return {
+        "judge_calls": cost.judge_calls,
+        "failed_calls": cost.failed_calls,
+        "unmeasured_calls": cost.unmeasured_calls,
+        "prompt_tokens": cost.prompt_tokens,
+        "completion_tokens": cost.completion_tokens,
+        "judge_tokens": tokens,
+        "tokens_per_task": tokens / num_tasks if num_tasks else 0.0,
+        "wall_s": round(cost.wall_s, 3),
+    }
 
 
 def _mean(x: np.ndarray) -> float | None:

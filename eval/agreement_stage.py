@@ -3,7 +3,9 @@ example inputs (through the executor's sandbox) and choose by output clustering.
 
 Values are cached per (task, code, inputs). A candidate whose every call failed gets no
 signature and joins no cluster; a task with no usable inputs falls back to the first
-sample and says so (`detail.fallback`), which the report counts.
+sample and says so (`detail.fallback`), which the report counts. On a math task the output
+is the final answer: candidates cluster by equivalent ``\\boxed{}`` answers (the majority
+vote, ``pairrl.eval.majority``), with nothing executed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from pairrl.eval.agreement import (
 from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.labels import task_fingerprint
+from pairrl.eval.majority import select_majority
 from pairrl.eval.selectors import Selection
+from pairrl.rewards.answers import is_answer_task
 from pairrl.rollout.statement import problem_text
 
 __all__ = ["agreement_inputs", "select_by_agreement"]
@@ -100,6 +104,11 @@ def select_by_agreement(
     needed = 0
     for task_id, cands in candidates.items():
         task = tasks[task_id]
+        if is_answer_task(task):
+            selections[task_id] = _by_final_answers(task_id, task, cands, labels[task_id])
+            if progress:
+                progress(1)
+            continue
         inputs, origin = agreement_inputs(task, source, limit)
         sigs: list[str | None] = []
         if inputs:
@@ -148,6 +157,14 @@ def select_by_agreement(
         if progress:
             progress(1)
     return selections, missing, failed, needed
+
+
+def _by_final_answers(
+    task_id: str, task: Any, cands: Sequence[Candidate], labels: Sequence[bool]
+) -> Selection:
+    vote = select_majority(task_id, task, cands, labels)
+    detail = {**vote.detail, "input_source": "final answers", "num_inputs": 0}
+    return Selection("agreement", task_id, vote.chosen, vote.score, vote.failure, detail=detail)
 
 
 def _needs_outputs(entry: dict[str, Any] | None, executor: Any | None) -> bool:

@@ -1,7 +1,8 @@
 """The candidates schema shared by pools, sampling, labelling and the executor CLI.
 
 One candidate is `{task_id, candidate_id, code}`: `code` is a complete Python source that
-defines the task's entry point. `task_id` is always a string here (pool files sometimes
+defines the task's entry point. A math candidate is `{task_id, candidate_id, text}`: the
+completion, whose final `\\boxed{}` answer is labelled and voted on (its `code` is empty). `task_id` is always a string here (pool files sometimes
 store integers; they are normalised on load so that keys compare equal everywhere).
 """
 
@@ -12,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pairrl.rewards.errors import InputError
 
 __all__ = ["Candidate", "group_by_task", "read_candidates", "write_candidates"]
 
@@ -50,15 +53,23 @@ class Candidate:
     @classmethod
     def from_json(cls, row: dict[str, Any], where: str = "<row>") -> Candidate:
         """Build from a JSON row; a missing or mistyped field raises naming `where`."""
-        for key in ("task_id", "candidate_id", "code"):
+        for key in ("task_id", "candidate_id"):
             if key not in row:
-                raise ValueError(f"{where}: candidate row lacks {key!r} (keys: {sorted(row)})")
-        if not isinstance(row["code"], str):
-            raise ValueError(f"{where}: 'code' must be a string, got {type(row['code']).__name__}")
+                raise InputError(f"{where}: candidate row lacks {key!r} (keys: {sorted(row)})")
+        if "code" not in row and "text" not in row:
+            raise InputError(
+                f"{where}: candidate row has neither 'code' (a program) nor 'text' (a math "
+                f"completion) (keys: {sorted(row)})"
+            )
+        for key in ("code", "text"):
+            if not isinstance(row.get(key, ""), str):
+                raise InputError(
+                    f"{where}: {key!r} must be a string, got {type(row[key]).__name__}"
+                )
         return cls(
             task_id=str(row["task_id"]),
             candidate_id=str(row["candidate_id"]),
-            code=row["code"],
+            code=row.get("code", ""),
             text=row.get("text", ""),
             error=row.get("error"),
             meta=dict(row.get("meta", {})),
@@ -68,6 +79,8 @@ class Candidate:
 def read_candidates(path: str | Path) -> list[Candidate]:
     """Read a candidates JSONL file; errors name the file and the 1-based line."""
     path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found; expected a candidates JSONL file")
     out: list[Candidate] = []
     with path.open() as handle:
         for lineno, line in enumerate(handle, start=1):
@@ -76,7 +89,7 @@ def read_candidates(path: str | Path) -> list[Candidate]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({err})") from None
+                raise InputError(f"{path}:{lineno}: not valid JSON ({err})") from None
             out.append(Candidate.from_json(row, where=f"{path}:{lineno}"))
     return out
 

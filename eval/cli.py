@@ -5,11 +5,16 @@
     pairrl eval gate OUT_DIR [--strict]     re-check a finished run against its cache
     pairrl eval merge OUT_DIR [--strict]    merge `--shard` runs under OUT_DIR/shards/
 
-Heavy imports stay inside the command functions so `pairrl --help` stays fast.
+Heavy imports stay inside the command functions so `pairrl --help` stays fast. Input a
+user supplied that cannot be used (a missing file, an unreadable row, a pool that matches
+no task) is printed as one `error:` message naming the file, the row and what was
+expected, with exit status 2 and no traceback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +90,8 @@ def run_cmd(
         shard,
         overrides,
     )
-    outcome = run_eval(cfg, show_progress=progress)
+    with _input_errors():
+        outcome = run_eval(cfg, show_progress=progress)
     _print_outcome(outcome)
     _exit(outcome.gate.passed, strict or cfg.gate.strict)
 
@@ -98,8 +104,9 @@ def gate_cmd(
     """Re-derive every label and comparison of a finished run from its cache and re-check it."""
     from pairrl.eval.runner import load_run_config, regate
 
-    cfg = load_run_config(out_dir)
-    outcome = regate(cfg)
+    with _input_errors():
+        cfg = load_run_config(out_dir)
+        outcome = regate(cfg)
     _print_outcome(outcome)
     _exit(outcome.gate.passed, strict or cfg.gate.strict)
 
@@ -112,9 +119,22 @@ def merge_cmd(
     """Merge sharded runs: union of caches, concatenated records, one gate over the whole."""
     from pairrl.eval.merge import merge_shards
 
-    outcome = merge_shards(out_dir)
+    with _input_errors():
+        outcome = merge_shards(out_dir)
     _print_outcome(outcome)
     _exit(outcome.gate.passed, strict)
+
+
+@contextmanager
+def _input_errors() -> Iterator[None]:
+    """Unusable input (`pairrl.rewards.InputError`) as one message and exit status 2."""
+    from pairrl.rewards.errors import InputError
+
+    try:
+        yield
+    except InputError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _build_config(

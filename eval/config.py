@@ -44,8 +44,11 @@ SelectorName = Literal[
     "random_pairing_2n",
     "better_2n",
     "ladder_2n",
+    "majority",
 ]
 NO_JUDGE: tuple[str, ...] = ("random", "first", "agreement", "oracle")
+# Run when named, never by default: the vote over final answers (identical programs for code).
+EXTRA_NO_JUDGE: tuple[str, ...] = ("majority",)
 JUDGE_SELECTORS: tuple[str, ...] = (
     "pointwise_ab",
     "pointwise_think",
@@ -57,7 +60,7 @@ JUDGE_SELECTORS: tuple[str, ...] = (
     "better_2n",
     "ladder_2n",
 )
-ALL_SELECTORS: tuple[str, ...] = NO_JUDGE + JUDGE_SELECTORS
+ALL_SELECTORS: tuple[str, ...] = NO_JUDGE + JUDGE_SELECTORS + EXTRA_NO_JUDGE
 
 
 class TasksConfig(PairrlModel):
@@ -65,8 +68,18 @@ class TasksConfig(PairrlModel):
 
     path: str | None = Field(
         None,
-        description="Task file (MBPP/MBPP+/HumanEval/HumanEval+ or generic JSONL); "
-        "may be omitted when the pool carries its own tests",
+        description="Task file (MBPP/MBPP+/HumanEval/HumanEval+, stdin/stdout or math JSONL), "
+        "a parquet file, a dataset folder (save_to_disk) or a datasets hub id (read from the "
+        "local cache when offline); may be omitted when the pool carries its own tests",
+    )
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="Column mapping {task field: column}, e.g. {problem: question} for "
+        "GSM8K (math rows need problem or question, and answer)",
+    )
+    subset: str | None = Field(None, description="Dataset config of a hub id (e.g. main)")
+    dataset_split: str = Field(
+        "test", description="Dataset split of a hub id or a DatasetDict folder"
     )
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N tasks")
     split: Literal["all", "mbpp_test"] = Field(

@@ -6,7 +6,8 @@
 * ``fixed_pairs`` (``judge.fixed_pairs``): the disjoint pairs (0, 1), (2, 3), ... of every
   task judged once, in that order. On a shared pool of candidates every judge faces the
   same items, so judges (checkpoints) compare on one footing.
-* ``<tournament>+sv``: selective verification, no judging where the candidates agree.
+* ``<tournament>+sv``: selective verification, no judging where the candidates agree (the
+  judge tokens it saves are in the summary's ``cost.selective_savings``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def selective_rows(
     cfg: EvalConfig, run: EvalRun, selections: dict[str, dict[str, Selection]]
 ) -> dict[str, dict[str, Selection]]:
     """`<tournament>+sv` rows: skip judging where the candidates already agree (one
-    execution-output cluster), or where every pointwise P(correct) is confidently on one
-    side; otherwise run the tournament. Pre-score calls are charged to the row."""
-    agreement = run.selections.get("agreement")
+    execution-output cluster, or without `agreement` one `majority` answer), or where every
+    pointwise P(correct) is confidently on one side; otherwise run the tournament.
+    Pre-score calls are charged to the row."""
+    agreement = run.selections.get("agreement") or run.selections.get("majority")
     pointwise = selections.get("pointwise_ab")
     rows_by_name: dict[str, dict[str, Selection]] = {}
     if agreement is None and pointwise is None:

@@ -56,18 +56,24 @@ class JudgeOutcome:
             ledger.records.clear()
 
 
-def judge_solution(cand: Candidate) -> str:
+def judge_solution(cand: Candidate, task: Any = None) -> str:
     """What the judge sees: the executed program in a python fence (the raw completion
-    when it held no code, so the judge sees that too)."""
-    if cand.code.strip():
-        return f"```python\n{cand.code.rstrip()}\n```"
+    when it held no code, so the judge sees that too); a math task's whole completion."""
+    from pairrl.rewards import is_answer_task
     from pairrl.rollout.prompts import solution_for_judge
 
+    if is_answer_task(task):
+        return solution_for_judge(cand.text, "math") if cand.text else "(empty completion)"
+    if cand.code.strip():
+        return f"```python\n{cand.code.rstrip()}\n```"
     return solution_for_judge(cand.text) if cand.text else "(empty completion)"
 
 
-def build_judge(cfg: EvalConfig, cache_dir: Path, mode: str) -> CachedJudge:
-    """The cached judge; the judge model defaults to the generator's model or endpoint."""
+def build_judge(
+    cfg: EvalConfig, cache_dir: Path, mode: str, tasks: Sequence[Any] | None = None
+) -> CachedJudge:
+    """The cached judge; the judge model defaults to the generator's model or endpoint;
+    its prompts are the kit for ``tasks`` (``pairrl.eval.kit.benchmark_kit``)."""
     from pairrl.eval.models import make_sampler, model_identity
     from pairrl.rollout.samplers import SamplingParams
 
@@ -88,7 +94,7 @@ def build_judge(cfg: EvalConfig, cache_dir: Path, mode: str) -> CachedJudge:
     return CachedJudge(
         identity=model_identity(model, endpoint, served),
         sampler=sampler,
-        kit=benchmark_kit(cfg),
+        kit=benchmark_kit(cfg, tasks),
         sampling=sampling,
         readout=j.readout,
         think_tokens=j.thinking_budget,
@@ -109,9 +115,9 @@ def run_judge_selectors(
     progress: Callable[[str, int], Callable[[int], None]],
 ) -> JudgeOutcome:
     """Run every judge selector in `names` over the run's tasks (see module docstring)."""
-    judge = build_judge(cfg, cache_dir, mode)
+    judge = build_judge(cfg, cache_dir, mode, [tasks[t] for t in run.task_ids])
     outcome = JudgeOutcome()
-    solutions = {t: [judge_solution(c) for c in run.candidates[t]] for t in run.task_ids}
+    solutions = {t: [judge_solution(c, tasks[t]) for c in run.candidates[t]] for t in run.task_ids}
     ledgers = {t: TaskLedger(t) for t in run.task_ids}
     try:
         for name in names:

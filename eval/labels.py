@@ -3,7 +3,9 @@
 A label is the executor's verdict on one candidate: passed, status, tests run and passed,
 first failure, wall seconds. It is cached under the content of the task's tests and the
 candidate's code (plus the time limit), so reruns, shards and other pools that contain the
-same program reuse it. Candidates whose sampling failed are never executed: their label
+same program reuse it. Math tasks (``pairrl.rewards.answers``) are labelled by their final
+``\\boxed{}`` answer, through the same executor contract (math-verify, nothing runs), and
+cached under the candidate's whole text. Candidates whose sampling failed are never executed: their label
 says so (`status="no_candidate"`) and the gate counts them as failures.
 """
 
@@ -71,7 +73,7 @@ def label_candidates(
         if cand.error is not None:
             out[ident] = _no_candidate(cand)
             continue
-        key = label_key(fps[cand.task_id], cand.code, timeout_s)
+        key = label_key(fps[cand.task_id], _material(tasks[cand.task_id], cand), timeout_s)
         cached = cache.get(key)
         if cached is not None:
             out[ident] = cached
@@ -88,8 +90,7 @@ def label_candidates(
     for start in range(0, len(todo), chunk):
         batch = todo[start : start + chunk]
         jobs = [
-            ExecJob(task=tasks[c.task_id], code=c.code or None, candidate_id=c.candidate_id)
-            for _, c in batch
+            ExecJob(tasks[c.task_id], c.code or None, c.candidate_id, text=c.text) for _, c in batch
         ]
         results = executor.run(jobs)
         if len(results) != len(jobs):
@@ -103,6 +104,13 @@ def label_candidates(
         if progress:
             progress(len(batch))
     return out
+
+
+def _material(task: Any, cand: Candidate) -> str:
+    """What decides the verdict: the program, or a math candidate's whole text."""
+    from pairrl.rewards import is_answer_task
+
+    return cand.text if is_answer_task(task) else cand.code
 
 
 def _result_to_label(res: Any) -> dict[str, Any]:

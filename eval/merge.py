@@ -16,6 +16,7 @@ from pathlib import Path
 from pairrl.eval.cache import StageCache
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.runner import EvalOutcome, load_run_config, regate
+from pairrl.rewards.errors import InputError
 
 __all__ = ["merge_shards"]
 
@@ -26,19 +27,22 @@ def merge_shards(out_dir: Path) -> EvalOutcome:
     """Merge the shards under `out_dir/shards`, gate the whole, write the reports."""
     shard_dirs = sorted((out_dir / "shards").glob("*of*"))
     if not shard_dirs:
-        raise FileNotFoundError(f"no shard folders under {out_dir / 'shards'}")
+        raise InputError(
+            f"{out_dir / 'shards'}: no shard folders (<i>of<n>/); expected the output of "
+            f"`pairrl eval CONFIG --shard i/n --set out_dir={out_dir}` for every i"
+        )
     configs = [load_run_config(d) for d in shard_dirs]
     counts = {c.shard.split("/")[1] for c in configs if c.shard}
     if len(counts) != 1 or any(c.shard is None for c in configs):
-        raise ValueError(f"shards disagree on n or lack --shard: {[c.shard for c in configs]}")
+        raise InputError(f"shards disagree on n or lack --shard: {[c.shard for c in configs]}")
     n = int(counts.pop())
     present = sorted(int(c.shard.split("/")[0]) for c in configs if c.shard)
     if present != list(range(n)):
-        raise ValueError(f"need shards 0..{n - 1}, found {present}")
+        raise InputError(f"{out_dir / 'shards'}: need shards 0..{n - 1}, found {present}")
     base = _unsharded(configs[0], out_dir)
     for cfg in configs[1:]:
         if _unsharded(cfg, out_dir).model_dump() != base.model_dump():
-            raise ValueError(
+            raise InputError(
                 f"shard {cfg.shard} was run with a different config than shard {configs[0].shard}"
             )
     cache_dir = out_dir / "cache"

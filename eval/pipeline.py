@@ -156,6 +156,12 @@ def _run_no_judge(
     for name in cfg.selectors:
         if name in simple:
             run.selections[name] = {t: simple[name](t, bools[t]) for t in run.task_ids}
+    if "majority" in cfg.selectors:
+        from pairrl.eval.majority import select_majority
+
+        run.selections["majority"] = {
+            t: select_majority(t, tasks[t], run.candidates[t], bools[t]) for t in run.task_ids
+        }
     if "agreement" in cfg.selectors:
         t0 = time.perf_counter()
         sels, missing, failed, needed = select_by_agreement(
@@ -194,8 +200,10 @@ class _LazyExecutor:
         return self._cfg.executor.workers or os.cpu_count() or 1
 
     def run(self, jobs: Any) -> Any:
-        """Executor.run."""
-        return self._get().run(jobs)
+        """Executor.run; answer (math) tasks are checked by math-verify, never executed."""
+        from pairrl.rewards import label_jobs
+
+        return label_jobs(jobs, lambda code_jobs: self._get().run(code_jobs))
 
     def call_outputs(self, *args: Any, **kwargs: Any) -> Any:
         """Executor.call_outputs."""

@@ -1,4 +1,6 @@
-"""PNG charts: selectors' accuracy (95% CIs, pass@1 and oracle lines) and judge quality.
+"""PNG charts: selectors' accuracy (95% CIs, pass@1 and oracle lines), accuracy against
+judge cost (one point per selector, the cheapest-for-each-accuracy frontier drawn) and
+judge quality.
 
 matplotlib is imported here only, with the Agg backend (no display needed).
 """
@@ -9,7 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-__all__ = ["plot_judge_quality", "plot_selectors"]
+__all__ = ["plot_cost", "plot_judge_quality", "plot_selectors"]
 
 
 def _pyplot() -> Any:
@@ -50,6 +52,69 @@ def plot_selectors(summary: dict[str, Any], path: Path, title: str) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_cost(summary: dict[str, Any], path: Path, title: str) -> Path | None:
+    """Accuracy (%) against judge tokens (judge calls where some went uncounted), one point
+    per selector (selectors at the same point share a label), the frontier as a step line;
+    None (no file) when there is no frontier."""
+    cost = summary.get("cost") or {}
+    if not cost.get("frontier"):
+        return None
+    plt = _pyplot()
+    axis, rows, front = cost["axis"], summary["selectors"], cost["frontier"]
+    points: dict[tuple[float, float], list[str]] = {}
+    for n, row in rows.items():
+        if n != "oracle" and row["accuracy"]["value"] is not None:
+            xy = (float(row["cost"][axis]), 100 * row["accuracy"]["value"])
+            points.setdefault(xy, []).append(n)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for (x, y), names in points.items():
+        on = any(n in front for n in names)
+        ax.scatter(x, y, s=40, color="#C44E52" if on else "#4C72B0", zorder=4 if on else 3)
+    for x, y, names in _label_groups(points):
+        label = textwrap.fill(", ".join(names), 36)
+        ax.annotate(
+            label, (x, y), textcoords="offset points", xytext=(6, 0), fontsize=7, va="center"
+        )
+    where = {n: xy for xy, names in points.items() for n in names}
+    right = max(x for x, _ in points) or 1.0
+    xs = [where[n][0] for n in front] + [right]
+    ys = [where[n][1] for n in front] + [where[front[-1]][1]]
+    ax.step(xs, ys, where="post", color="#C44E52", linewidth=1, label="cheapest for its accuracy")
+    for key, style in (("pass@1", "--"), ("oracle", ":")):
+        value = summary[key]["value"]
+        if value is not None:
+            ax.axhline(100 * value, linestyle=style, color="black", linewidth=0.8, label=key)
+    positive = [x for x, _ in points if x > 0]
+    if positive:
+        ax.set_xscale("symlog", linthresh=min(positive))
+    ax.set_xlim(-0.05 * right if not positive else -0.3 * min(positive), right * 2.5)
+    ax.set_xlabel(f"{axis.replace('_', ' ')} over all tasks")
+    ax.set_ylabel("selected accuracy (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"{textwrap.fill(title, 70)}\nintegrity gate: {summary['verdict']}", fontsize=9)
+    ax.legend(loc="upper left", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _label_groups(
+    points: dict[tuple[float, float], list[str]],
+) -> list[tuple[float, float, list[str]]]:
+    """One label per run of points at the same accuracy within a factor 2 of judge cost
+    (their labels would overlap), placed at the run's cheapest point."""
+    groups: list[tuple[float, float, list[str]]] = []
+    last_x = 0.0
+    for (x, y), names in sorted(points.items(), key=lambda item: (item[0][1], item[0][0])):
+        if groups and groups[-1][1] == y and x <= 2 * max(last_x, 1.0):
+            groups[-1][2].extend(names)
+        else:
+            groups.append((x, y, list(names)))
+        last_x = x
+    return groups
 
 
 def plot_judge_quality(quality: dict[str, dict[str, Any]], path: Path, title: str) -> Path | None:

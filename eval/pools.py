@@ -13,9 +13,13 @@ Three pool layouts are detected by content (first row's keys), never by file nam
   line) without the prompt's trailing newline + the truncated completion. These rows
   carry their own tests, so they also define the task set (`PoolData.task_rows`, in the
   generic HumanEval-style JSONL layout the executor reads).
-- Already-normalised candidates `{"task_id", "candidate_id", "code"}` pass through.
+- Already-normalised candidates `{"task_id", "candidate_id", "code"}` (or `"text"`, a math
+  completion) pass through.
 
-Completions are truncated at the usual stop sequences (STOP_SEQUENCES).
+Completions are truncated at the usual stop sequences (STOP_SEQUENCES). Candidates are
+matched to tasks by `task_id` (CodeGen-layout rows by prompt text, see above); a pool row
+that cannot be read, or candidates for tasks the task set lacks, is an `InputError` naming
+the pool file, the row and what was expected (MATCHING says how matching works).
 """
 
 from __future__ import annotations
@@ -27,11 +31,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pairrl.eval.candidates import Candidate
+from pairrl.rewards.errors import InputError
 
 __all__ = [
+    "MATCHING",
     "STOP_SEQUENCES",
     "PoolData",
     "TaskLike",
+    "check_pool_tasks",
     "last_function",
     "load_pool",
     "map_prompts_to_tasks",
@@ -39,6 +46,10 @@ __all__ = [
 ]
 
 STOP_SEQUENCES: tuple[str, ...] = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+MATCHING = (
+    "candidates are matched to tasks by task_id (rows of the CodeGen layout by their prompt "
+    "text); give the task file the pool was sampled from"
+)
 
 
 class TaskLike(Protocol):
@@ -93,11 +104,14 @@ def map_prompts_to_tasks(prompts: Sequence[str], tasks: Sequence[TaskLike]) -> l
         lines = [line for line in prompt.splitlines() if line.strip()]
         hits = [t.task_id for t in tasks if all(line in t.prompt for line in lines)]
         if len(hits) != 1:
-            raise ValueError(
-                f"pool row {index}: prompt matches {len(hits)} tasks ({hits[:5]}); expected one"
+            raise InputError(
+                f"pool row {index + 1}: prompt matches {len(hits)} tasks ({hits[:5]}); expected "
+                "one (a row matches the task whose prompt holds every non-blank line of its own)"
             )
         if hits[0] in seen:
-            raise ValueError(f"pool rows {seen[hits[0]]} and {index} both map to task {hits[0]}")
+            raise InputError(
+                f"pool rows {seen[hits[0]] + 1} and {index + 1} both map to task {hits[0]}"
+            )
         seen[hits[0]] = index
         out.append(hits[0])
     return out
@@ -112,7 +126,7 @@ def load_pool(path: str | Path, tasks: Sequence[TaskLike] | None = None) -> Pool
     path = Path(path)
     rows = _read_jsonl(path)
     if not rows:
-        raise ValueError(f"{path}: empty pool")
+        raise InputError(f"{path}: empty pool; expected one JSON object per line")
     first = rows[0]
     if "samples" in first:
         data = _codegen_layout(path, rows, tasks)
@@ -120,29 +134,49 @@ def load_pool(path: str | Path, tasks: Sequence[TaskLike] | None = None) -> Pool
         data = _mbpp_layout(path, rows)
     elif isinstance(first.get("completion"), str):
         data = _per_sample_layout(path, rows)
-    elif {"task_id", "candidate_id", "code"} <= set(first):
+    elif {"task_id", "candidate_id"} <= set(first) and ("code" in first or "text" in first):
         data = PoolData(
             candidates=[Candidate.from_json(r, f"{path}:{i + 1}") for i, r in enumerate(rows)],
             layout="candidates",
         )
     else:
-        raise ValueError(f"{path}: unknown pool layout (first row keys: {sorted(first)})")
+        raise InputError(
+            f"{path}: unknown pool layout (first row keys: {sorted(first)}); expected "
+            "{task_id, candidate_id, code or text} rows or a layout listed in pairrl.eval.pools"
+        )
     if tasks is not None and data.task_rows is None:
-        known = {t.task_id for t in tasks}
-        missing = sorted({c.task_id for c in data.candidates} - known)
-        if missing:
-            raise ValueError(
-                f"{path}: candidates for tasks absent from the task set: {missing[:5]}"
-            )
+        check_pool_tasks(path, data.candidates, tasks)
     return data
+
+
+def check_pool_tasks(path: Path, candidates: Sequence[Candidate], tasks: Sequence[Any]) -> None:
+    """Every candidate's task is in the task set; else an error naming both sides' ids."""
+    known = {str(t.task_id) for t in tasks}
+    pool_ids = sorted({c.task_id for c in candidates})
+    missing = [t for t in pool_ids if t not in known]
+    if not missing:
+        return
+    where = str(getattr(tasks[0], "source", "")) if tasks else ""
+    which = (
+        "no task id of the pool is"
+        if len(missing) == len(pool_ids)
+        else f"{len(missing)} of the pool's {len(pool_ids)} task ids are not"
+    )
+    raise InputError(
+        f"{path}: {which} in the task set {where} ({len(known)} tasks): pool ids such as "
+        f"{missing[:3]}, task ids such as {sorted(known)[:3]}; {MATCHING}"
+    )
 
 
 def _codegen_layout(
     path: Path, rows: list[dict[str, Any]], tasks: Sequence[TaskLike] | None
 ) -> PoolData:
     if tasks is None:
-        raise ValueError(f"{path}: this pool's prompts must be matched to a task set; pass --tasks")
-    task_ids = map_prompts_to_tasks([r["prompt"] for r in rows], tasks)
+        raise InputError(f"{path}: this pool's prompts must be matched to a task set; pass --tasks")
+    try:
+        task_ids = map_prompts_to_tasks([r["prompt"] for r in rows], tasks)
+    except InputError as err:
+        raise InputError(f"{path}: {err}; {MATCHING}") from None
     by_id = {t.task_id: t for t in tasks}
     cands: list[Candidate] = []
     for row, task_id in zip(rows, task_ids, strict=True):
@@ -159,7 +193,7 @@ def _per_sample_layout(path: Path, rows: list[dict[str, Any]]) -> PoolData:
     for i, row in enumerate(rows):
         for key in ("task_id", "prompt", "completion"):
             if key not in row:
-                raise ValueError(f"{path}:{i + 1}: row lacks {key!r}")
+                raise InputError(f"{path}:{i + 1}: row lacks {key!r} (keys: {sorted(row)})")
         task_id = str(row["task_id"])
         j = counts.get(task_id, 0)
         counts[task_id] = j + 1
@@ -174,7 +208,7 @@ def _mbpp_layout(path: Path, rows: list[dict[str, Any]]) -> PoolData:
     for i, row in enumerate(rows):
         for key in ("task_id", "prompt", "entry_point", "test", "completion"):
             if key not in row:
-                raise ValueError(f"{path}:{i + 1}: row lacks {key!r}")
+                raise InputError(f"{path}:{i + 1}: row lacks {key!r} (keys: {sorted(row)})")
         task_id = str(row["task_id"])
         head = last_function(row["prompt"])
         for j, sample in enumerate(row["completion"]):
@@ -194,13 +228,19 @@ def _mbpp_layout(path: Path, rows: list[dict[str, Any]]) -> PoolData:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "file not found"
+        raise InputError(f"{path}: {what}; expected a pool file (JSONL, one object per line)")
     rows: list[dict[str, Any]] = []
     with path.open() as handle:
         for lineno, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({err})") from None
+                row = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                raise InputError(f"{path}:{lineno}: not valid JSON ({err})") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{path}:{lineno}: expected a JSON object, got {row!r:.60}")
+            rows.append(row)
     return rows

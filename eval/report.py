@@ -14,7 +14,7 @@ from typing import Any
 from pairrl.eval.gate import GateResult
 from pairrl.eval.pipeline import EvalRun
 
-__all__ = ["format_table", "write_records", "write_report", "write_summary"]
+__all__ = ["format_cost", "format_table", "write_records", "write_report", "write_summary"]
 
 
 def write_records(run: EvalRun, path: Path) -> None:
@@ -67,22 +67,68 @@ def _fmt(entry: dict[str, Any] | None, pct: bool = True) -> str:
     return f"{value:.1f} [{lo * scale:.1f}, {hi * scale:.1f}]"
 
 
+def _tokens(cost: dict[str, Any]) -> str:
+    text = f"{cost['judge_tokens']:,} ({cost['prompt_tokens']:,}/{cost['completion_tokens']:,})"
+    if cost.get("unmeasured_calls"):
+        text += f" + {cost['unmeasured_calls']} calls not counted"
+    return text
+
+
 def format_table(summary: dict[str, Any]) -> str:
     """The markdown table of selectors (accuracy in %, 95% bootstrap CIs over tasks)."""
     lines = [
         "| selector | accuracy % [95% CI] | gap closed % [95% CI] | swing acc % [95% CI] "
-        "| failed tasks | fallbacks | judge calls | failed calls | judge tokens (prompt/completion) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| failed tasks | fallbacks | judge calls | failed calls "
+        "| judge tokens (prompt/completion) | tokens per task |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in summary.get("selectors", {}).items():
         cost = row["cost"]
         lines.append(
             f"| {name} | {_fmt(row['accuracy'])} | {_fmt(row['gap_closed'])} | "
             f"{_fmt(row['swing_accuracy'])} | {row['failed_tasks']} | {row['fallback_tasks']} | "
-            f"{cost['judge_calls']} | {cost['failed_calls']} | "
-            f"{cost['prompt_tokens']}/{cost['completion_tokens']} |"
+            f"{cost['judge_calls']} | {cost['failed_calls']} | {_tokens(cost)} | "
+            f"{cost['tokens_per_task']:,.0f} |"
         )
     return "\n".join(lines)
+
+
+def _fewer(saved: int) -> str:
+    return "fewer" if saved >= 0 else "more"
+
+
+def format_cost(summary: dict[str, Any]) -> list[str]:
+    """The report's cost lines: the frontier (cheapest first) and selective savings."""
+    cost, rows = summary.get("cost"), summary.get("selectors", {})
+    if not cost or not cost["frontier"]:
+        return []
+    axis = cost["axis"].replace("_", " ")
+    steps = [
+        f"{n} ({rows[n]['cost'][cost['axis']]:,} {axis}, {_fmt(rows[n]['accuracy'])} %)"
+        for n in cost["frontier"]
+    ]
+    lines = [
+        "## Cost",
+        "",
+        f"Cheapest selector for each accuracy (by {axis}; each more accurate than every "
+        f"cheaper one): {' -> '.join(steps)}",
+    ]
+    if cost["axis"] != "judge_tokens":
+        lines.append(
+            f"({cost['unmeasured_calls']} judge calls have no token count, so the frontier is "
+            "by judge calls)"
+        )
+    for name, saved in cost["selective_savings"].items():
+        tokens, calls = saved["tokens_saved"], saved["calls_saved"]
+        share = "" if saved["share_saved"] is None else f" ({abs(saved['share_saved']):.1%})"
+        change = saved["accuracy_change"]
+        shown = "n/a" if change is None else f"{100 * change:+.1f} points"
+        why = "" if tokens >= 0 else " (its pointwise pre-scores cost more than they skipped)"
+        lines.append(
+            f"- {name}: {abs(tokens):,} judge tokens{share} {_fewer(tokens)} and {abs(calls)} "
+            f"calls {_fewer(calls)} than {saved['base']}{why}; accuracy {shown}"
+        )
+    return ["", *lines]
 
 
 def write_report(summary: dict[str, Any], path: Path, title: str) -> str:
@@ -109,6 +155,7 @@ def write_report(summary: dict[str, Any], path: Path, title: str) -> str:
         if sources:
             shown = ", ".join(f"{k}: {v}" for k, v in sorted(sources.items()))
             parts += ["", f"Agreement example inputs, tasks per source: {shown}"]
+        parts += format_cost(summary)
     quality = summary.get("judge_quality") or {}
     if quality:
         parts += ["", "## Judge quality", "", "| judge | metric | value |", "|---|---|---|"]

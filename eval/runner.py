@@ -57,9 +57,11 @@ def rich_progress(enabled: bool = True) -> Iterator[Callable[[str, int], Callabl
 
 def load_run_config(out_dir: Path) -> EvalConfig:
     """The resolved config a run saved in its folder."""
+    from pairrl.rewards.errors import InputError
+
     path = out_dir / "config.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: is {out_dir} a pairrl eval output folder?")
+        raise InputError(f"{path}: file not found; is {out_dir} a pairrl eval output folder?")
     return EvalConfig.model_validate(json.loads(path.read_text()))
 
 
@@ -96,15 +98,17 @@ def regate(cfg: EvalConfig, computed: EvalRun | None = None) -> EvalOutcome:
 
 
 def finish(run: EvalRun, gate: GateResult, out_dir: Path) -> EvalOutcome:
-    """Write summary.json, report.md and the PNGs; log to W&B when enabled."""
+    """Write summary.json, report.md and the PNGs (selectors, cost, judge quality); log to
+    W&B when enabled."""
     summary = build_summary(run, gate)
     write_summary(summary, out_dir / "summary.json")
     title = _title(run.config)
     text = write_report(summary, out_dir / "report.md", title)
     if "selectors" in summary:
-        from pairrl.eval.plots import plot_judge_quality, plot_selectors
+        from pairrl.eval.plots import plot_cost, plot_judge_quality, plot_selectors
 
         plot_selectors(summary, out_dir / "selectors.png", title)
+        plot_cost(summary, out_dir / "cost.png", f"{title}: accuracy against judge cost")
         plot_judge_quality(
             run.judge_quality, out_dir / "judge_quality.png", f"{title}: judge quality"
         )

@@ -45,7 +45,7 @@ def sample_candidates(
         seed=src.sampling.seed,
     )
     cache = StageCache(cache_dir, "samples")
-    kit = benchmark_kit(cfg)
+    kit = benchmark_kit(cfg, tasks)
     prompts = {str(t.task_id): kit.generation(t) for t in tasks}
     keys = {
         tid: content_key("sample", identity, prompt, src.sampling.model_dump(), src.k)
@@ -74,14 +74,18 @@ def sample_candidates(
             close = getattr(sampler, "close", None)
             if callable(close):
                 close()
-    return _from_cache(cache, keys, src.k)
+    from pairrl.rewards import is_answer_task
+
+    answers = {str(t.task_id) for t in tasks if is_answer_task(t)}
+    return _from_cache(cache, keys, src.k, answers)
 
 
 def _from_cache(
-    cache: StageCache, keys: dict[str, str], k: int
+    cache: StageCache, keys: dict[str, str], k: int, answer_tasks: set[str]
 ) -> tuple[list[Candidate], list[Issue]]:
     """Candidates from the cached samples; failed or absent samples are issues (a failed
-    one is a candidate with ``error`` set: never executed, counted by the gate)."""
+    one is a candidate with ``error`` set: never executed, counted by the gate). A math
+    task's candidate has no code: its text is what is labelled and judged."""
     candidates: list[Candidate] = []
     issues: list[Issue] = []
     for tid, key in keys.items():
@@ -95,7 +99,7 @@ def _from_cache(
                 issues.append(Issue("samples", tid, str(j), "failed", comp["error"]))
                 candidates.append(Candidate(tid, str(j), "", text="", error=comp["error"]))
                 continue
-            code = extract_code(comp["text"]) or ""
+            code = "" if tid in answer_tasks else extract_code(comp["text"]) or ""
             meta = {"finish_reason": comp["finish_reason"]}
             candidates.append(Candidate(tid, str(j), code, text=comp["text"], meta=meta))
     return candidates, issues

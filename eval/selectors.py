@@ -26,13 +26,15 @@ NO_JUDGE_SELECTORS: tuple[str, ...] = ("random", "first", "agreement", "oracle")
 
 @dataclass
 class Cost:
-    """What a selector spent on one task."""
+    """What a selector spent on one task (``unmeasured_calls``: calls whose tokens were not
+    counted, e.g. over HTTP without the server's usage; their tokens are not in the sums)."""
 
     judge_calls: int = 0
     failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     wall_s: float = 0.0
+    unmeasured_calls: int = 0
 
     def add(self, other: Cost) -> None:
         """Accumulate `other` into self."""
@@ -41,6 +43,7 @@ class Cost:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.wall_s += other.wall_s
+        self.unmeasured_calls += other.unmeasured_calls
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import Any
 
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
-from pairrl.eval.pools import load_pool
+from pairrl.eval.pools import check_pool_tasks, load_pool
 from pairrl.eval.run_state import Issue
 from pairrl.eval.tasks import load_task_set, select_tasks
 
@@ -31,6 +31,8 @@ def load_candidates_and_tasks(
         pool = load_pool(src.pool, all_tasks)
         if all_tasks is None:
             all_tasks = load_task_set(None, pool.task_rows, cache_dir)
+        elif pool.task_rows is not None:  # its own tests, but matched to the given task set
+            check_pool_tasks(Path(src.pool), pool.candidates, all_tasks)
         tasks = select_tasks(all_tasks, cfg.tasks.split, cfg.tasks.limit, cfg.shard)
         by_id = {str(t.task_id): t for t in tasks}
         per_task: dict[str, int] = {}
@@ -53,7 +55,8 @@ def load_candidates_and_tasks(
 def _configured_tasks(cfg: EvalConfig, cache_dir: Path) -> list[Any] | None:
     """The task file's tasks, else the recipe's held-out tasks, else None (a pool's own)."""
     if cfg.tasks.path:
-        return load_task_set(cfg.tasks.path, None, cache_dir)
+        t = cfg.tasks
+        return load_task_set(t.path, None, cache_dir, t.columns, t.subset, t.dataset_split)
     if cfg.recipe is not None:
         from pairrl.eval.kit import recipe_tasks
 

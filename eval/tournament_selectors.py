@@ -64,6 +64,11 @@ def cost_of(verdicts: list[Verdict]) -> Cost:
         prompt_tokens=sum(v.prompt_tokens or 0 for v in verdicts),
         completion_tokens=sum(v.completion_tokens or 0 for v in verdicts),
         wall_s=sum(v.wall_s for v in verdicts),
+        unmeasured_calls=sum(
+            1
+            for v in verdicts
+            if not v.missing and (v.prompt_tokens is None or v.completion_tokens is None)
+        ),
     )
 
 

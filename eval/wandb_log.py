@@ -11,7 +11,7 @@ __all__ = ["log_to_wandb"]
 
 
 def log_to_wandb(cfg: EvalConfig, summary: dict[str, Any], out_dir: Path) -> None:
-    """One W&B run: headline scalars, the selectors table, the two PNGs, the verdict."""
+    """One W&B run: headline scalars, the selectors table, the PNGs, the verdict."""
     try:
         import wandb
     except ImportError as err:
@@ -37,6 +37,7 @@ def log_to_wandb(cfg: EvalConfig, summary: dict[str, Any], out_dir: Path) -> Non
                 "gap_closed",
                 "judge_calls",
                 "failed_calls",
+                "judge_tokens",
             ]
             table = wandb.Table(columns=columns)
             for name, row in summary["selectors"].items():
@@ -50,9 +51,10 @@ def log_to_wandb(cfg: EvalConfig, summary: dict[str, Any], out_dir: Path) -> Non
                     row["gap_closed"]["value"],
                     row["cost"]["judge_calls"],
                     row["cost"]["failed_calls"],
+                    row["cost"]["judge_tokens"],
                 )
             scalars["selectors"] = table
-        for png in ("selectors.png", "judge_quality.png"):
+        for png in ("selectors.png", "judge_quality.png", "cost.png"):
             if (out_dir / png).is_file():
                 scalars[png.removesuffix(".png")] = wandb.Image(str(out_dir / png))
         run.summary["verdict"] = summary["verdict"]

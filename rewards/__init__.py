@@ -3,13 +3,18 @@
 No torch here, ever: this package must import on a machine without it.
 """
 
-from pairrl.rewards.code_extract import extract_code
-from pairrl.rewards.correctness import (
-    CorrectnessOutcome,
+from pairrl.rewards.answers import (
     MathOutcome,
-    correctness_reward,
+    TaskLabeller,
+    answer_clusters,
+    candidate_job,
+    is_answer_task,
+    label_jobs,
     math_answer_reward,
 )
+from pairrl.rewards.code_extract import extract_code
+from pairrl.rewards.correctness import CorrectnessOutcome, correctness_reward
+from pairrl.rewards.errors import InputError
 from pairrl.rewards.executor import Executor
 from pairrl.rewards.plain_data import OpaqueValue
 from pairrl.rewards.ratings import (
@@ -22,10 +27,11 @@ from pairrl.rewards.ratings import (
 from pairrl.rewards.results import STATUSES, CallOutput, ExecJob, ExecResult
 from pairrl.rewards.sandbox import SandboxLimits, SandboxUnavailable
 from pairrl.rewards.task_loaders import TaskFormatError, load_tasks, row_to_task
-from pairrl.rewards.tasks import AssertTests, IOTests, StdioTests, Task
+from pairrl.rewards.tasks import AnswerTests, AssertTests, IOTests, StdioTests, Task
 
 __all__ = [
     "STATUSES",
+    "AnswerTests",
     "AssertTests",
     "CallOutput",
     "CorrectnessOutcome",
@@ -33,6 +39,7 @@ __all__ = [
     "ExecResult",
     "Executor",
     "IOTests",
+    "InputError",
     "MathOutcome",
     "OpaqueValue",
     "RatingFailure",
@@ -41,8 +48,13 @@ __all__ = [
     "StdioTests",
     "Task",
     "TaskFormatError",
+    "TaskLabeller",
+    "answer_clusters",
+    "candidate_job",
     "correctness_reward",
     "extract_code",
+    "is_answer_task",
+    "label_jobs",
     "load_tasks",
     "math_answer_reward",
     "normalise_rating",

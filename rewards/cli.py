@@ -1,4 +1,9 @@
-"""``pairrl execute``: judge a file of candidate programs in the sandbox."""
+"""``pairrl execute``: judge a file of candidate programs in the sandbox (math candidates by
+their final answer, with nothing executed).
+
+A missing file, an unreadable row or a candidate for a task the tasks file lacks is one
+``error:`` line naming the file, the row and what was expected, exit status 2, no traceback.
+"""
 
 from __future__ import annotations
 
@@ -9,31 +14,39 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from pairrl.rewards.results import ExecJob
+    from pairrl.rewards.results import ExecJob, ExecResult
+
+
+EXPECTED_ROW = "a JSON object {task_id, candidate_id, code} (math: text instead of code)"
 
 
 def read_candidates(path: Path, tasks_by_id: dict[str, object]) -> list[ExecJob]:
-    """Read ``{task_id, candidate_id, code}`` JSONL; an unknown task or bad row names the row."""
+    """Read ``{task_id, candidate_id, code}`` JSONL (math candidates: ``text``, the
+    completion); a missing file, an unknown task or a bad row is an ``InputError``."""
+    from pairrl.rewards.errors import InputError
     from pairrl.rewards.results import ExecJob
 
+    if not path.is_file():
+        raise InputError(f"{path}: file not found; expected a JSONL file, one {EXPECTED_ROW}")
     jobs = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
             task_id = str(row["task_id"])
             candidate_id = str(row.get("candidate_id", number))
-            code = row.get("code")
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise typer.BadParameter(f"{path}: row {number}: {type(exc).__name__}: {exc}") from exc
+            code, text = row.get("code"), row.get("text")
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise InputError(
+                f"{path}: row {number}: {type(exc).__name__}: {exc}; expected {EXPECTED_ROW}"
+            ) from None
         if task_id not in tasks_by_id:
-            raise typer.BadParameter(
-                f"{path}: row {number}: task_id {task_id!r} is not in the tasks file"
-            )
-        if code is not None and not isinstance(code, str):
-            raise typer.BadParameter(f"{path}: row {number}: code must be a string or null")
-        jobs.append(ExecJob(tasks_by_id[task_id], code, candidate_id))  # type: ignore[arg-type]
+            raise InputError(f"{path}: row {number}: task_id {task_id!r} is not in the tasks file")
+        if not all(v is None or isinstance(v, str) for v in (code, text)):
+            raise InputError(f"{path}: row {number}: code and text must be strings or null")
+        task = tasks_by_id[task_id]
+        jobs.append(ExecJob(task, code, candidate_id, text=text if text is not None else code))  # type: ignore[arg-type]
     return jobs
 
 
@@ -41,10 +54,11 @@ def execute_cmd(
     tasks: Path = typer.Option(
         ...,
         "--tasks",
-        help="Task file (MBPP, MBPP+, HumanEval(+), HumanEval-style or stdin/stdout JSONL).",
+        help="Task file (MBPP, MBPP+, HumanEval(+), HumanEval-style, stdin/stdout or math "
+        "JSONL), a parquet file or a dataset folder.",
     ),
     candidates: Path = typer.Option(
-        ..., "--candidates", help="JSONL of {task_id, candidate_id, code}."
+        ..., "--candidates", help="JSONL of {task_id, candidate_id, code} (math: text)."
     ),
     out: Path = typer.Option(..., "--out", help="JSONL verdicts, one line per candidate."),
     timeout: float = typer.Option(
@@ -60,37 +74,18 @@ def execute_cmd(
     """Run every candidate against its task's hidden tests; exit 0 when all were judged."""
     from collections import Counter
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    from pairrl.rewards.executor import Executor
-    from pairrl.rewards.sandbox import PROCESS_MODE_WARNING, SandboxUnavailable
-    from pairrl.rewards.task_loaders import TaskFormatError, load_tasks
+    from pairrl.rewards.errors import InputError
+    from pairrl.rewards.task_datasets import load_task_source
 
     if isolation not in ("bwrap", "process"):
         raise typer.BadParameter(f"--isolation {isolation!r}: allowed values are bwrap, process")
     try:
-        task_list = load_tasks(tasks)
-    except (TaskFormatError, OSError) as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    jobs = read_candidates(candidates, {t.task_id: t for t in task_list})
-    if isolation == "process":
-        typer.echo(f"warning: {PROCESS_MODE_WARNING}", err=True)
-    try:
-        executor = Executor(workers=workers or None, timeout_s=timeout, isolation=isolation)  # type: ignore[arg-type]
-    except SandboxUnavailable as exc:
+        task_list = load_task_source(str(tasks))
+        jobs = read_candidates(candidates, {t.task_id: t for t in task_list})
+    except InputError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    with (
-        executor,
-        Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-        ) as progress,
-    ):
-        bar = progress.add_task("executing", total=len(jobs))
-        results = executor.run(jobs, on_result=lambda _r: progress.advance(bar))
+        raise typer.Exit(2) from None
+    results = _label_with_progress(jobs, workers, timeout, isolation)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as handle:
         for result in results:
@@ -100,6 +95,42 @@ def execute_cmd(
         f"{len(results)} judged, {counts['pass']} passed; "
         + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     )
+
+
+def _label_with_progress(
+    jobs: list[ExecJob], workers: int, timeout: float, isolation: str
+) -> list[ExecResult]:
+    """Every job's verdict under a progress bar; the sandbox starts only for code tasks."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from pairrl.rewards.answers import is_answer_task, label_jobs
+    from pairrl.rewards.executor import Executor
+    from pairrl.rewards.sandbox import PROCESS_MODE_WARNING, SandboxUnavailable
+
+    executor = None
+    if any(not is_answer_task(j.task) for j in jobs):
+        if isolation == "process":
+            typer.echo(f"warning: {PROCESS_MODE_WARNING}", err=True)
+        try:
+            executor = Executor(workers=workers or None, timeout_s=timeout, isolation=isolation)  # type: ignore[arg-type]
+        except SandboxUnavailable as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeRemainingColumn()) as progress:
+        bar = progress.add_task("executing", total=len(jobs))
+
+        def run_code(code_jobs: list[ExecJob]) -> list[ExecResult]:
+            assert executor is not None
+            return executor.run(code_jobs, on_result=lambda _r: progress.advance(bar))
+
+        try:
+            results = label_jobs(jobs, None if executor is None else run_code)
+        finally:
+            if executor is not None:
+                executor.close()
+        progress.update(bar, completed=len(jobs))  # math answers are checked without a bar
+    return results
 
 
 def register(app: typer.Typer) -> None:

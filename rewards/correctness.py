@@ -1,4 +1,4 @@
-"""Rewards computed from execution (code) and from answer checking (math)."""
+"""The code reward: 1/0 from running hidden tests (math answers: ``pairrl.rewards.answers``)."""
 
 from __future__ import annotations
 
@@ -31,26 +31,3 @@ def correctness_reward(
         for index, text in enumerate(completions)
     ]
     return [CorrectnessOutcome(1.0 if r.passed else 0.0, r) for r in executor.run(jobs)]
-
-
-@dataclass(frozen=True)
-class MathOutcome:
-    """Math answer reward and why: ``status`` is pass, wrong or no_answer."""
-
-    reward: float
-    status: str
-
-
-def math_answer_reward(completion: str, gold: str) -> MathOutcome:
-    """1.0 when the completion's last ``\\boxed{}`` answer equals ``gold`` (math-verify)."""
-    try:
-        from math_verify import parse, verify
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise ImportError("math answer reward needs math-verify (pip install math-verify)") from exc
-    if "\\boxed" not in completion:
-        return MathOutcome(0.0, "no_answer")
-    answer = parse(completion)
-    if not answer:
-        return MathOutcome(0.0, "no_answer")
-    gold_parsed = parse(gold if "\\boxed" in gold or "$" in gold else f"${gold}$")
-    return MathOutcome(1.0, "pass") if verify(gold_parsed, answer) else MathOutcome(0.0, "wrong")

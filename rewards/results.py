@@ -14,6 +14,7 @@ Status = Literal[
     "runtime_error",
     "syntax_error",
     "no_code",
+    "no_answer",
     "memory_limit",
     "output_limit",
     "sandbox_error",
@@ -23,11 +24,13 @@ STATUSES: tuple[str, ...] = get_args(Status)
 
 @dataclass(frozen=True)
 class ExecJob:
-    """One candidate program for one task. ``code`` is a complete Python source, or None."""
+    """One candidate for one task. ``code`` is a complete Python source, or None; ``text``
+    is the raw completion, which an answer task (math) reads its final answer from."""
 
     task: Task
     code: str | None
     candidate_id: str
+    text: str | None = None
 
 
 @dataclass(frozen=True)

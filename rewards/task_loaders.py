@@ -9,8 +9,13 @@ Known formats (``.gz`` is decompressed first):
   ``check(candidate)``; the asserts may use ``candidate`` or the function's own name.
 * stdin/stdout JSONL: ``task_id`` and either ``tests: [{input, output}]`` or
   ``input_output: {inputs, outputs}`` (a dict or its JSON string, as in APPS/TACO).
+* math: ``problem`` (or ``question``) and ``answer``, the gold final answer (GSM8K's
+  ``... #### 72`` reads as ``72``); judged by math-verify (``pairrl.rewards.answers``).
 
-A row that fits no format is an error naming the file and the row.
+A column mapping (``{task field: column}``, e.g. ``{problem: question}``) renames a file's
+or a dataset's columns to these fields first; a row without ``task_id`` gets
+``<file stem>/<row index>``. A missing file, a row that fits no format or a mapped column
+that is absent is a :class:`TaskFormatError` naming the file, the row and what was expected.
 """
 
 from __future__ import annotations
@@ -22,24 +27,44 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pairrl.rewards.answers import answer_task
+from pairrl.rewards.errors import InputError
 from pairrl.rewards.evalplus_compat import oracle_for, restore_mbpp_inputs
 from pairrl.rewards.tasks import AssertTests, IOTests, StdioTests, Task, prompt_helpers
 
+TASK_FILE_KINDS = (
+    "a task file (JSON or JSONL, optionally .gz: MBPP, MBPP+, HumanEval(+), stdin/stdout or "
+    "math rows)"
+)
 
-class TaskFormatError(ValueError):
+
+class TaskFormatError(InputError):
     """A task file or row the loaders cannot read; the message names file and row."""
 
 
+def _read_text(path: Path) -> str:
+    if path.is_dir():
+        raise TaskFormatError(f"{path}: is a folder; expected {TASK_FILE_KINDS}")
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return raw.decode("utf-8")
+    except FileNotFoundError:
+        raise TaskFormatError(f"{path}: file not found; expected {TASK_FILE_KINDS}") from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise TaskFormatError(f"{path}: cannot be read as {TASK_FILE_KINDS}: {exc}") from None
+
+
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    text = raw.decode("utf-8")
+    text = _read_text(path)
     stripped = text.lstrip()
-    if stripped.startswith("["):
-        rows = json.loads(text)
-    elif stripped.startswith("{") and "\n" not in stripped.strip():
-        rows = [json.loads(text)]
+    if stripped.startswith("[") or (stripped.startswith("{") and "\n" not in stripped.strip()):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TaskFormatError(f"{path}: not valid JSON: {exc}") from None
+        rows = [rows] if stripped.startswith("{") else rows
     else:
         rows = []
         for number, line in enumerate(text.splitlines(), 1):
@@ -47,7 +72,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
-                    raise TaskFormatError(f"{path}: line {number} is not JSON: {exc}") from exc
+                    raise TaskFormatError(f"{path}: line {number} is not JSON: {exc}") from None
     if isinstance(rows, dict):  # {task_id: row} mappings
         rows = [{"task_id": key, **value} for key, value in rows.items()]
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
@@ -151,6 +176,17 @@ def _joined(value: Any) -> str:
     return "\n".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
+def _from_answer(row: dict[str, Any]) -> Task:
+    problem = row.get("problem", row.get("question"))
+    if not isinstance(problem, str) or not problem.strip():
+        raise ValueError("the problem is empty")
+    return answer_task(str(row["task_id"]), problem, str(row["answer"]))
+
+
+def _is_answer_row(row: dict[str, Any]) -> bool:
+    return "answer" in row and ("problem" in row or "question" in row)
+
+
 def row_to_task(row: dict[str, Any]) -> Task:
     """Convert one row by the fields it has; ValueError/KeyError when none fits."""
     if "test_list" in row and "code" in row:
@@ -161,19 +197,50 @@ def row_to_task(row: dict[str, Any]) -> Task:
         return _from_humaneval(row)
     if "tests" in row or "input_output" in row:
         return _from_stdio(row)
-    raise ValueError(f"no known task format fits the fields {sorted(row)}")
+    if _is_answer_row(row):
+        return _from_answer(row)
+    raise ValueError(
+        f"no known task format fits the fields {sorted(row)} (math rows need problem or "
+        "question, and answer; code rows: see pairrl.rewards.task_loaders)"
+    )
 
 
-def load_tasks(path: str | Path) -> list[Task]:
-    """Load every task in ``path`` (format detected by content)."""
-    path = Path(path)
+def map_columns(
+    row: dict[str, Any], columns: dict[str, str] | None, where: str, index: int
+) -> dict[str, Any]:
+    """``row`` with the mapped columns under their task-field names (the others kept) and
+    a ``task_id`` when it has none (``<where's stem>/<index>``)."""
+    out = dict(row)
+    for task_field, column in (columns or {}).items():
+        if column not in row:
+            raise TaskFormatError(
+                f"{where}: row {index}: column {column!r} (task field {task_field!r} in the "
+                f"column mapping) is not there; its columns are: {', '.join(sorted(row))}"
+            )
+        out[task_field] = row[column]
+    if out.get("task_id") is None:
+        out["task_id"] = f"{Path(where).stem.split('.')[0]}/{index}"
+    return out
+
+
+def rows_to_tasks(
+    rows: Any, where: str, columns: dict[str, str] | None = None, first_row: int = 1
+) -> list[Task]:
+    """Tasks from rows (numbered from ``first_row`` in messages, mapped by ``columns``)."""
     tasks = []
-    for number, row in enumerate(_read_rows(path), 1):
+    for number, raw in enumerate(rows, first_row):
+        row = map_columns(raw, columns, where, number)
         try:
             task = row_to_task(row)
         except (KeyError, ValueError, TypeError, SyntaxError) as exc:
             raise TaskFormatError(
-                f"{path}: row {number} (task_id {row.get('task_id')!r}): {type(exc).__name__}: {exc}"
-            ) from exc
-        tasks.append(replace(task, source=str(path)))
+                f"{where}: row {number} (task_id {row.get('task_id')!r}): "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        tasks.append(replace(task, source=where))
     return tasks
+
+
+def load_tasks(path: str | Path, columns: dict[str, str] | None = None) -> list[Task]:
+    """Load every task in ``path`` (format detected by content; ``columns``: see above)."""
+    return rows_to_tasks(_read_rows(Path(path)), str(path), columns)

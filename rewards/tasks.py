@@ -1,12 +1,14 @@
 """Tasks and their normalised tests; all test material stays in the trusted parent.
 
-Three test kinds cover every format the project reads:
+Four test kinds cover every format the project reads:
 
 * :class:`AssertTests` - test source run by the trusted driver: HumanEval's
   ``def check(candidate)`` (``check_call=True``) or MBPP's list of assert lines.
 * :class:`IOTests` - argument tuples whose expected return values are computed once from
   the canonical solution and cached (MBPP+/HumanEval+ ``base_input``/``plus_input``).
 * :class:`StdioTests` - (stdin, expected stdout) pairs for whole programs.
+* :class:`AnswerTests` - a gold final answer (math): a completion's last ``\\boxed{}`` answer
+  is compared with it by math-verify (``pairrl.rewards.answers``); nothing is executed.
 """
 
 from __future__ import annotations
@@ -52,7 +54,14 @@ class StdioTests:
     cases: tuple[tuple[str, str], ...]
 
 
-TestSpec = AssertTests | IOTests | StdioTests
+@dataclass(frozen=True)
+class AnswerTests:
+    """The gold final answer of a math problem (LaTeX or plain: ``\\frac{1}{2}``, ``0.5``)."""
+
+    gold: str
+
+
+TestSpec = AssertTests | IOTests | StdioTests | AnswerTests
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,8 @@ def _spec_to_json(spec: TestSpec) -> list[Any]:
         return ["assert", list(spec.cases), spec.setup, spec.check_call]
     if isinstance(spec, IOTests):
         return ["io", repr(spec.inputs), spec.atol, spec.oracle]
+    if isinstance(spec, AnswerTests):
+        return ["answer", spec.gold]
     return ["stdio", [list(case) for case in spec.cases]]
 
 

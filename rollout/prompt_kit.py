@@ -2,10 +2,13 @@
 problem's solutions are paired for training.
 
 One kit serves training (the rollout) and the benchmark (sampling and judging), so a model
-is evaluated with the prompts it was trained on. The paper's kit
-(:func:`paper_prompt_kit`) uses ``pairrl.rollout.prompts`` and the paper's training pairs
-(``pairrl.rollout.pairs``); a recipe supplies its own when its task family needs other
-wording, keeping the output formats the rewards parse.
+is evaluated with the prompts it was trained on. The paper's kits use
+``pairrl.rollout.prompts`` and the paper's training pairs (``pairrl.rollout.pairs``): the
+code kit (:func:`paper_prompt_kit`) and the math kit (:func:`math_prompt_kit`: a
+``\\boxed{}`` final answer, a judge that rates the final answers only and sees whole
+completions). :func:`kit_for_tasks` picks one by the tasks' kind. A recipe supplies its
+own kit when its task family needs other wording, keeping the output formats the rewards
+parse.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pairrl.rewards.answers import is_answer_task
+from pairrl.rewards.errors import InputError
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.pairs import PairPlan, build_training_pairs
 from pairrl.rollout.prompts import (
@@ -25,7 +30,14 @@ from pairrl.rollout.prompts import (
 )
 from pairrl.rollout.statement import problem_text
 
-__all__ = ["Conversation", "Messages", "PromptKit", "paper_prompt_kit"]
+__all__ = [
+    "Conversation",
+    "Messages",
+    "PromptKit",
+    "kit_for_tasks",
+    "math_prompt_kit",
+    "paper_prompt_kit",
+]
 
 Messages = list[dict[str, str]]
 Conversation = list[dict[str, str]]  # prompt messages followed by the assistant's target
@@ -73,3 +85,49 @@ def paper_prompt_kit() -> PromptKit:
         for_judge=solution_for_judge,
         build_pairs=_pairs,
     )
+
+
+def _math_generation(task: Task) -> Messages:
+    return generation_messages(problem_text(task), "math")
+
+
+def _math_pairwise(task: Task, solution_a: str, solution_b: str) -> Messages:
+    return pairwise_messages(problem_text(task), solution_a, solution_b, "math")
+
+
+def _math_pointwise(task: Task, solution: str) -> Messages:
+    return pointwise_messages(problem_text(task), solution, "math")
+
+
+def _math_pointwise_ab(task: Task, solution: str) -> Messages:
+    return pointwise_ab_messages(problem_text(task), solution, "math")
+
+
+def _math_for_judge(completion: str) -> str:
+    return solution_for_judge(completion, "math")
+
+
+def math_prompt_kit() -> PromptKit:
+    """The paper's math prompts: a ``\\boxed{}`` answer; judges rate final answers only."""
+    return PromptKit(
+        generation=_math_generation,
+        pairwise=_math_pairwise,
+        pointwise=_math_pointwise,
+        pointwise_ab=_math_pointwise_ab,
+        for_judge=_math_for_judge,
+        build_pairs=_pairs,
+    )
+
+
+def kit_for_tasks(tasks: Sequence[Task]) -> PromptKit:
+    """The math kit when every task is an answer task, the code kit when none is; a mix
+    is an error (one run, one kit: train or evaluate the two kinds separately)."""
+    kinds = {is_answer_task(t) for t in tasks}
+    if kinds == {True, False}:
+        math = next(t.task_id for t in tasks if is_answer_task(t))
+        code = next(t.task_id for t in tasks if not is_answer_task(t))
+        raise InputError(
+            f"the tasks mix math (e.g. {math!r}) and code (e.g. {code!r}); one run uses one "
+            "prompt kit: give math and code tasks to separate runs"
+        )
+    return math_prompt_kit() if kinds == {True} else paper_prompt_kit()

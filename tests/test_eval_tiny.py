@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pairrl.eval.config import ALL_SELECTORS, EvalConfig
+from pairrl.eval.config import ALL_SELECTORS, JUDGE_SELECTORS, EvalConfig
 from pairrl.eval.runner import run_eval
 
-JUDGED = [s for s in ALL_SELECTORS if s not in ("random", "first", "agreement", "oracle")]
+JUDGED = list(JUDGE_SELECTORS)
 
 
 def _config(shared: Path, out: Path, **candidates: object) -> EvalConfig:

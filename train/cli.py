@@ -41,16 +41,22 @@ def train_cmd(
 ) -> None:
     """Train with PairRL (or the PointRL / GRPO baselines) on TRL's GRPOTrainer."""
     from pairrl.config import ConfigError, load_config
+    from pairrl.rewards.errors import InputError
     from pairrl.train.config import TrainConfig
+    from pairrl.train.data import check_data_source
     from pairrl.train.plan import format_plan, resolve_plan
     from pairrl.train.recipe import resolve_recipe
 
     try:
         cfg = load_config(config, TrainConfig, list(set_))
         resolve_recipe(cfg.recipe)  # a recipe's options fail here too, before any model loads
+        check_data_source(cfg.data)  # and a missing task file
         plan = resolve_plan(cfg, num_processes=processes if dry_run else None, out=out)
     except ConfigError as err:
         typer.echo(str(err), err=True)
+        raise typer.Exit(2) from None
+    except InputError as err:
+        typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
     if dry_run:
         if as_json:
@@ -65,6 +71,9 @@ def train_cmd(
         summary = run_training(cfg, plan, resume=resume)
     except ConfigError as err:
         typer.echo(str(err), err=True)
+        raise typer.Exit(2) from None
+    except InputError as err:  # a task file's row, a dataset's column
+        typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
     if summary["main_process"]:  # one summary per launch, not one per process
         typer.echo(json.dumps(summary, indent=2))

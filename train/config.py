@@ -79,18 +79,29 @@ class ModelConfig(PairrlModel):
 class DataConfig(PairrlModel):
     """Where the training problems come from."""
 
-    source: Literal["tiny_code", "recipe", "file", "hub"] = Field(
+    source: Literal["tiny_code", "recipe", "file", "dataset", "hub"] = Field(
         description="tiny_code: the built-in permissive CPU task set; recipe: the tasks of "
-        "the run's `recipe`; file: a local task file read by pairrl.rewards.load_tasks; "
-        "hub: a datasets hub id (e.g. DeepCoder)"
+        "the run's `recipe`; file: a local task file read by pairrl.rewards.load_tasks "
+        "(code or math rows); dataset: a datasets hub id (read from the local cache when "
+        "offline), a local dataset folder (save_to_disk) or a parquet file, rows read like "
+        "a task file's; hub: DeepCoder-style rows (problem, JSON tests) from a hub id"
     )
     path: str | None = Field(
-        default=None, description="file path (source=file) or hub dataset id (source=hub)"
+        default=None,
+        description="task file (source=file), dataset id, folder or parquet file "
+        "(source=dataset), or hub dataset id (source=hub)",
+    )
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="column mapping {task field: dataset column} (source=file/dataset), "
+        "e.g. {problem: question} for GSM8K; task fields: problem (or question) and answer "
+        "for math, the task-file fields for code (see pairrl.rewards.task_loaders)",
     )
     subsets: list[str] = Field(
-        default_factory=list, description="hub dataset configs to concatenate (source=hub)"
+        default_factory=list,
+        description="dataset configs to concatenate (source=dataset/hub; empty: the default)",
     )
-    split: str = Field(default="train", description="dataset split (source=hub)")
+    split: str = Field(default="train", description="dataset split (source=dataset/hub)")
     max_problems: int | None = Field(
         default=None, ge=1, description="keep only the first N problems (after shuffling)"
     )
@@ -98,8 +109,12 @@ class DataConfig(PairrlModel):
 
     @model_validator(mode="after")
     def _path_needed(self) -> DataConfig:
-        if self.source in ("file", "hub") and not self.path:
+        if self.source in ("file", "dataset", "hub") and not self.path:
             raise ValueError(f"data.path is required when data.source = {self.source!r}")
+        if self.columns and self.source not in ("file", "dataset"):
+            raise ValueError(
+                f"data.columns applies to data.source file or dataset, not {self.source!r}"
+            )
         return self
 
 
@@ -301,7 +316,8 @@ class ExecutorConfig(PairrlModel):
 
 class WarmStartConfig(PairrlModel):
     """Optional supervised warm start (pairrl.train.warm_start) on the conversations the data
-    source or recipe provides: teaches a tiny model the output formats before RL."""
+    source or recipe provides (tiny_code, math tasks: format examples, see
+    pairrl.train.data): teaches a tiny model the output formats before RL."""
 
     steps: int = Field(default=0, ge=0, description="SFT steps before RL (0 = none)")
     lr: float = Field(default=3e-3, gt=0.0, le=1.0, description="SFT learning rate")

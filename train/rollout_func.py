@@ -5,7 +5,8 @@ each problem repeated G times consecutively. For every problem the rollout
 
 1. generates G_gen solutions with the policy through TRL's own generation path
    (transformers ``generate`` or TRL's vLLM colocate/server engine),
-2. labels them with the sandboxed executor,
+2. labels them with ``label`` (the sandboxed executor; math tasks by their final answer,
+   through the same contract: ``pairrl.rewards.TaskLabeller``),
 3. picks what to judge: on-policy pairs (PairRL, ``pairrl.rollout.pairs``) or single solutions
    (PointRL); GRPO mode stops after step 2,
 4. generates the judgements with the same policy and scores them with the paper's
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 
 from pairrl.rewards import (
     RatingFailure,
-    extract_code,
+    candidate_job,
     parse_pair_ratings,
     parse_rating,
     verification_reward,
@@ -78,7 +79,8 @@ class _Group:
 class PairRLRollout:
     """Callable ``rollout_func`` for ``GRPOTrainer`` (see module docstring).
 
-    ``label`` runs executor jobs and returns one result per job, in order.
+    ``label`` runs executor jobs and returns one result per job, in order (for math tasks
+    a job carries the completion and the verdict is math-verify's).
     ``generator_factory`` builds the phase generator from the trainer (the TRL path in
     production, a scripted one in tests). ``tokenize`` renders chat messages to prompt
     ids (chat template with the generation prompt); ``decode`` turns completion ids to text.
@@ -178,9 +180,7 @@ class PairRLRollout:
 
     def _label(self, groups: list[_Group], step: int) -> None:
         jobs = [
-            ExecJob(
-                task=grp.task, code=extract_code(text), candidate_id=f"s{step}-p{grp.index}-{i}"
-            )
+            candidate_job(grp.task, text, f"s{step}-p{grp.index}-{i}")
             for grp in groups
             for i, text in enumerate(grp.solution_texts)
         ]

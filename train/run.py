@@ -94,8 +94,8 @@ def _setup_wandb_env(cfg: TrainConfig, run_dir: Path) -> None:
 
 def _source(cfg: TrainConfig) -> _Source:
     """The tasks, prompt kit and warm-start data of the configured data source or recipe."""
-    from pairrl.rollout.prompt_kit import paper_prompt_kit
-    from pairrl.train.data import load_training_tasks
+    from pairrl.rollout.prompt_kit import kit_for_tasks
+    from pairrl.train.data import answer_warm_start_examples, load_training_tasks
 
     recipe = resolve_recipe(cfg.recipe)
     if recipe is not None:
@@ -107,11 +107,12 @@ def _source(cfg: TrainConfig) -> _Source:
 
         return _Source(tasks, prompts, from_recipe, {}, recipe)
     loaded = load_training_tasks(cfg.data)
-    prompts = paper_prompt_kit()
+    prompts = kit_for_tasks(loaded.tasks)  # math tasks get the math prompts
 
     def from_data_source() -> list[Conversation]:
         if cfg.data.source != "tiny_code":
-            return []  # real models start from their own formats
+            # math tasks teach a tiny model the formats; real models start from their own
+            return answer_warm_start_examples(loaded.tasks, prompts, 512, seed=cfg.seed)
         from pairrl.train.tiny_tasks import warm_start_examples
 
         return warm_start_examples(
@@ -126,17 +127,35 @@ class _Training:
     """The trainer and what the run needs of it afterwards."""
 
     trainer: Any  # pairrl.train.trainer.PairRLTrainer
-    executor: Any  # pairrl.rewards.Executor, closed when training ends
+    executor: Any  # pairrl.rewards.TaskLabeller (its executor), closed when training ends
     on_signal: Any  # pairrl.train.checkpoint_on_signal.CheckpointOnSignal
     problems: int
     duplicates: int
+
+
+def _labeller(cfg: TrainConfig, tasks: list[Task]) -> Any:
+    """The rollout's ``label``: math tasks by math-verify, code tasks in the sandbox (started
+    at once when there are code tasks, so that a missing sandbox fails before training)."""
+    from pairrl.rewards.answers import TaskLabeller, is_answer_task
+    from pairrl.rewards.executor import Executor
+
+    def make_executor() -> Executor:
+        return Executor(
+            workers=cfg.executor.num_workers,
+            timeout_s=cfg.executor.timeout_s,
+            isolation=cfg.executor.isolation,
+            time_limit=cfg.executor.time_limit,
+            limit_factor=cfg.executor.limit_factor,
+            limit_floor_s=cfg.executor.limit_floor_s,
+        )
+
+    return TaskLabeller(make_executor, eager=any(not is_answer_task(t) for t in tasks))
 
 
 def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -> _Training:
     """The rollout (with its executor) and the trainer built around it."""
     from transformers import AutoTokenizer
 
-    from pairrl.rewards.executor import Executor
     from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
     from pairrl.train.data import build_dataset
     from pairrl.train.generation import TRLGenerator
@@ -162,14 +181,7 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
     def decode(ids: list[int]) -> str:
         return tokenizer.decode(ids, skip_special_tokens=True)
 
-    executor = Executor(
-        workers=cfg.executor.num_workers,
-        timeout_s=cfg.executor.timeout_s,
-        isolation=cfg.executor.isolation,
-        time_limit=cfg.executor.time_limit,
-        limit_factor=cfg.executor.limit_factor,
-        limit_floor_s=cfg.executor.limit_floor_s,
-    )
+    executor = _labeller(cfg, source.tasks)
     rollout = PairRLRollout(
         cfg,
         tasks_by_prompt,

@@ -51,6 +51,7 @@ class DatasetRows:
     where: str
     columns: list[str]
     rows: Iterable[dict[str, Any]]
+    id_prefix: str  # task ids of rows without one: <id_prefix>/<row index>
 
 
 def source_kind(path: str) -> SourceKind:
@@ -84,10 +85,14 @@ def open_rows(path: str, subset: str | None = None, split: str = "train") -> Dat
         import pyarrow.parquet as pq
 
         names = _parquet_columns(path)
-        return DatasetRows(path, names, pq.read_table(path).to_pylist())
-    data = _open_folder(path, split) if kind == "folder" else _open_hub(path, subset, split)
-    where = path if kind == "folder" else f"{path} ({subset or 'default'}, split {split})"
-    return DatasetRows(where, list(data.column_names), data)
+        return DatasetRows(path, names, pq.read_table(path).to_pylist(), Path(path).stem)
+    if kind == "folder":
+        data = _open_folder(path, split)
+        return DatasetRows(path, list(data.column_names), data, Path(path).name)
+    data = _open_hub(path, subset, split)
+    where = f"{path} ({subset or 'default'}, split {split})"
+    prefix = path.split("/")[-1] + (f"/{subset}" if subset else "")
+    return DatasetRows(where, list(data.column_names), data, prefix)
 
 
 def load_task_source(
@@ -101,7 +106,7 @@ def load_task_source(
         return load_tasks(path, columns)
     rows = open_rows(path, subset, split)
     _check_columns(rows.where, rows.columns, columns or {})
-    return rows_to_tasks(iter(rows.rows), rows.where, columns, first_row=0)
+    return rows_to_tasks(iter(rows.rows), rows.where, columns, 0, rows.id_prefix)
 
 
 def _parquet_columns(path: str) -> list[str]:

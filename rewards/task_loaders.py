@@ -206,10 +206,14 @@ def row_to_task(row: dict[str, Any]) -> Task:
 
 
 def map_columns(
-    row: dict[str, Any], columns: dict[str, str] | None, where: str, index: int
+    row: dict[str, Any],
+    columns: dict[str, str] | None,
+    where: str,
+    index: int,
+    id_prefix: str | None = None,
 ) -> dict[str, Any]:
     """``row`` with the mapped columns under their task-field names (the others kept) and
-    a ``task_id`` when it has none (``<where's stem>/<index>``)."""
+    a ``task_id`` when it has none (``<id_prefix, else where's stem>/<index>``)."""
     out = dict(row)
     for task_field, column in (columns or {}).items():
         if column not in row:
@@ -219,17 +223,21 @@ def map_columns(
             )
         out[task_field] = row[column]
     if out.get("task_id") is None:
-        out["task_id"] = f"{Path(where).stem.split('.')[0]}/{index}"
+        out["task_id"] = f"{id_prefix or Path(where).stem.split('.')[0]}/{index}"
     return out
 
 
 def rows_to_tasks(
-    rows: Any, where: str, columns: dict[str, str] | None = None, first_row: int = 1
+    rows: Any,
+    where: str,
+    columns: dict[str, str] | None = None,
+    first_row: int = 1,
+    id_prefix: str | None = None,
 ) -> list[Task]:
     """Tasks from rows (numbered from ``first_row`` in messages, mapped by ``columns``)."""
     tasks = []
     for number, raw in enumerate(rows, first_row):
-        row = map_columns(raw, columns, where, number)
+        row = map_columns(raw, columns, where, number, id_prefix)
         try:
             task = row_to_task(row)
         except (KeyError, ValueError, TypeError, SyntaxError) as exc:

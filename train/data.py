@@ -94,7 +94,8 @@ def _dataset_tasks(cfg: DataConfig) -> list[Task]:
 def check_data_source(cfg: DataConfig) -> None:
     """Raise :class:`~pairrl.rewards.InputError` before any model loads for a task file
     that is missing or holds an unreadable row, or a local dataset path that is not there
-    (or a parquet file without the mapped columns); hub ids pass unread."""
+    (or a parquet file without the mapped columns); dataset rows and hub ids are read at
+    run time."""
     if cfg.source == "file":
         from pairrl.rewards.task_loaders import TASK_FILE_KINDS, load_tasks
 
@@ -105,8 +106,10 @@ def check_data_source(cfg: DataConfig) -> None:
         load_tasks(path, cfg.columns)  # every row, so that a bad one is named now
     elif cfg.source == "dataset":
         from pairrl.rewards.task_datasets import check_task_source
+        from pairrl.rewards.task_loaders import load_tasks
 
-        check_task_source(cfg.path or "", cfg.columns)
+        if check_task_source(cfg.path or "", cfg.columns) == "file":
+            load_tasks(cfg.path or "", cfg.columns)
 
 
 def load_training_tasks(cfg: DataConfig) -> LoadedTasks:

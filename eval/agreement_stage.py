@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pairrl.eval.agreement import (
@@ -110,34 +111,12 @@ def select_by_agreement(
                 progress(1)
             continue
         inputs, origin = agreement_inputs(task, source, limit)
-        sigs: list[str | None] = []
+        sigs: list[str | None] = [None] * len(cands)
         if inputs:
-            fp = task_fingerprint(task)
-            keys = [_outputs_key(fp, c.code, inputs, timeout_s) for c in cands]
-            # Candidates without code (no_code, failed sampling) have no outputs to get.
-            runnable = [i for i, c in enumerate(cands) if c.error is None and c.code.strip()]
-            todo = [i for i in runnable if _needs_outputs(cache.get(keys[i]), executor)]
-            if todo and executor is not None:
-                values = _call_outputs(
-                    executor, task, [cands[i].code for i in todo], inputs, timeout_s
-                )
-                cache.put_many((keys[i], v) for i, v in zip(todo, values, strict=True))
-            for i, key in enumerate(keys):
-                if i not in runnable:
-                    sigs.append(None)
-                    continue
-                needed += 1
-                entry = cache.get(key)
-                if entry is None:
-                    missing.append((task_id, f"candidate {i}", "no cached outputs"))
-                    sigs.append(None)
-                elif entry.get("failure"):
-                    failed.append((task_id, f"candidate {i}", str(entry["failure"])))
-                    sigs.append(None)
-                else:
-                    sigs.append(_signature(entry))
-        else:
-            sigs = [None] * len(cands)
+            sigs, counted = _signatures(task_id, task, cands, inputs, executor, cache, timeout_s)
+            needed += counted.needed
+            missing += counted.missing
+            failed += counted.failed
         choice = choose_by_agreement(sigs)
         label = labels[task_id]
         fallback = choice.fallback if inputs else f"no example inputs ({source})"
@@ -157,6 +136,53 @@ def select_by_agreement(
         if progress:
             progress(1)
     return selections, missing, failed, needed
+
+
+@dataclass
+class _Counted:
+    """Output entries a task needed, and those absent or failed (task, item, reason)."""
+
+    needed: int = 0
+    missing: list[tuple[str, str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def _signatures(
+    task_id: str,
+    task: Any,
+    cands: Sequence[Candidate],
+    inputs: Sequence[CallInput],
+    executor: Any | None,
+    cache: StageCache,
+    timeout_s: float,
+) -> tuple[list[str | None], _Counted]:
+    """Each candidate's output signature (None: no usable outputs), collecting the absent
+    ones through the executor (compute mode) and caching them."""
+    fp = task_fingerprint(task)
+    keys = [_outputs_key(fp, c.code, inputs, timeout_s) for c in cands]
+    # Candidates without code (no_code, failed sampling) have no outputs to get.
+    runnable = [i for i, c in enumerate(cands) if c.error is None and c.code.strip()]
+    todo = [i for i in runnable if _needs_outputs(cache.get(keys[i]), executor)]
+    if todo and executor is not None:
+        values = _call_outputs(executor, task, [cands[i].code for i in todo], inputs, timeout_s)
+        cache.put_many((keys[i], v) for i, v in zip(todo, values, strict=True))
+    counted = _Counted()
+    sigs: list[str | None] = []
+    for i, key in enumerate(keys):
+        if i not in runnable:
+            sigs.append(None)
+            continue
+        counted.needed += 1
+        entry = cache.get(key)
+        if entry is None:
+            counted.missing.append((task_id, f"candidate {i}", "no cached outputs"))
+            sigs.append(None)
+        elif entry.get("failure"):
+            counted.failed.append((task_id, f"candidate {i}", str(entry["failure"])))
+            sigs.append(None)
+        else:
+            sigs.append(_signature(entry))
+    return sigs, counted
 
 
 def _by_final_answers(

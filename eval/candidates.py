@@ -35,6 +35,11 @@ class Candidate:
     error: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def completion(self) -> str:
+        """The raw output (the code when a pool gave no text): what a math task reads."""
+        return self.text or self.code
+
     def to_json(self) -> dict[str, Any]:
         """The JSON row (schema fields first; extras only when set)."""
         row: dict[str, Any] = {

@@ -69,7 +69,7 @@ def check_run(
     """Apply the checks in the module docstring to a replayed run."""
     reasons: list[str] = []
     if not replay.task_ids:
-        reasons.append("no task was evaluated")
+        reasons.append(_nothing_evaluated(replay.config))
     missing = Counter(i.stage for i in replay.issues if i.kind == "missing")
     failed = Counter(i.stage for i in replay.issues if i.kind == "failed")
     examples: dict[str, str] = {}
@@ -134,3 +134,16 @@ def _compare(replay: EvalRun, reported: dict[str, dict[str, dict[str, Any]]]) ->
     for name in sorted(set(reported) - set(replay.selections)):
         reasons.append(f"{name}: reported but not re-derivable from the config")
     return reasons
+
+
+def _nothing_evaluated(cfg: Any) -> str:
+    """Why no task was evaluated, in the config's own terms."""
+    t, src = cfg.tasks, cfg.candidates
+    chosen = f"split {t.split}, limit {t.limit}, shard {cfg.shard}"
+    tasks = t.path or ("the recipe's held-out tasks" if cfg.recipe else "the pool's own tests")
+    if src.source == "pool":
+        return (
+            f"no task was evaluated: no candidate of {src.pool} belongs to a task selected "
+            f"from {tasks} ({chosen}); candidates are matched to tasks by task_id"
+        )
+    return f"no task was evaluated: the selection from {tasks} ({chosen}) is empty"

@@ -63,7 +63,8 @@ def judge_solution(cand: Candidate, task: Any = None) -> str:
     from pairrl.rollout.prompts import solution_for_judge
 
     if is_answer_task(task):
-        return solution_for_judge(cand.text, "math") if cand.text else "(empty completion)"
+        text = cand.completion
+        return solution_for_judge(text, "math") if text else "(empty completion)"
     if cand.code.strip():
         return f"```python\n{cand.code.rstrip()}\n```"
     return solution_for_judge(cand.text) if cand.text else "(empty completion)"

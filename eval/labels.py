@@ -90,7 +90,8 @@ def label_candidates(
     for start in range(0, len(todo), chunk):
         batch = todo[start : start + chunk]
         jobs = [
-            ExecJob(tasks[c.task_id], c.code or None, c.candidate_id, text=c.text) for _, c in batch
+            ExecJob(tasks[c.task_id], c.code or None, c.candidate_id, text=c.completion)
+            for _, c in batch
         ]
         results = executor.run(jobs)
         if len(results) != len(jobs):
@@ -110,7 +111,7 @@ def _material(task: Any, cand: Candidate) -> str:
     """What decides the verdict: the program, or a math candidate's whole text."""
     from pairrl.rewards import is_answer_task
 
-    return cand.text if is_answer_task(task) else cand.code
+    return cand.completion if is_answer_task(task) else cand.code
 
 
 def _result_to_label(res: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ def vote_keys(task: Any, candidates: Sequence[Candidate]) -> list[str | None]:
 
     if is_answer_task(task):
         voting = [i for i, c in enumerate(candidates) if c.error is None]
-        clusters = answer_clusters([candidates[i].text for i in voting])
+        clusters = answer_clusters([candidates[i].completion for i in voting])
         keys: list[str | None] = [None] * len(candidates)
         for i, cluster in zip(voting, clusters, strict=True):
             keys[i] = None if cluster is None else f"answer {cluster}"

@@ -107,6 +107,20 @@ def test_eval_split_that_keeps_nothing(eval_cli, math_files, tmp_path: Path) -> 
     assert code == 2 and "tasks.split 'mbpp_test' keeps tasks whose id ends in 11..510" in out
 
 
+def test_eval_selection_without_candidates_says_why(eval_cli, math_files, tmp_path: Path) -> None:
+    tasks = _jsonl(tmp_path / "two.jsonl", [MATH_ROW, {**MATH_ROW, "task_id": "m/2"}])
+    only_second = _jsonl(
+        tmp_path / "second.jsonl", [{"task_id": "m/2", "candidate_id": "0", "text": "\\boxed{2}"}]
+    )
+    args = ["--tasks", str(tasks), "--pool", str(only_second), "--k", "1", "--limit", "1"]
+    code, out = eval_cli([*args, "--out", str(tmp_path / "o"), "--strict", "--no-progress"])
+    assert code == 1 and "integrity gate: FAIL" in out
+    assert (
+        f"no task was evaluated: no candidate of {only_second} belongs to a task selected from "
+        f"{tasks} (split all, limit 1, shard None); candidates are matched to tasks by task_id"
+    ) in out
+
+
 def test_eval_gate_of_a_folder_that_is_no_run(eval_cli, tmp_path: Path) -> None:
     code, out = eval_cli(["gate", str(tmp_path)])
     assert code == 2 and f"error: {tmp_path / 'config.json'}: file not found" in out

@@ -204,3 +204,21 @@ def test_math_configs_run_on_the_tiny_model(tiny_model_dir: Path, tmp_path: Path
     assert {"majority", "swiss_2n", "swiss_2n+sv"} <= set(result["selectors"])
     assert result["selectors"]["swiss_2n"]["cost"]["judge_tokens"] > 0
     assert (out / "cost.png").stat().st_size > 0
+
+
+def test_math_candidates_given_as_code_are_labelled_by_that_text(tmp_path: Path) -> None:
+    """A pool that puts a math completion under `code` is labelled per candidate (the
+    label cache is keyed by the completion, never by an empty text)."""
+    from pairrl.eval.cache import StageCache
+    from pairrl.eval.candidates import Candidate
+    from pairrl.eval.labels import label_candidates
+    from pairrl.rewards import label_jobs
+
+    class MathOnly:
+        def run(self, jobs: list[Any]) -> list[Any]:
+            return label_jobs(jobs, None)
+
+    cands = [Candidate("m/half", "0", "\\boxed{0.5}"), Candidate("m/half", "1", "\\boxed{3}")]
+    cache = StageCache(tmp_path, "labels")
+    labels = label_candidates({"m/half": TASKS[0]}, cands, MathOnly(), cache, 3.0)
+    assert [labels[("m/half", i)]["status"] for i in "01"] == ["pass", "wrong"]

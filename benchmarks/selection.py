@@ -17,7 +17,8 @@ problem), the scheduling overhead (CPU time per tournament with a judge that cos
 nothing, i.e. the schedule's own work), and the check of the ladder's targets.
 
 Problems are numbered seed_offset .. seed_offset + problems - 1: tune on one range (the
-research used 0 .. 9999) and report on another (RESULTS.md: 10000 .. 11999).
+schedules were tuned on 0 .. 9999) and report on another (10000 .. 11999, the figures in
+docs/experiments.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
-"""Ablation of the toy CPU demo: GRPO (no judge samples) vs PointRL vs PairRL.
+"""Ablation of the main job over seeds: PointRL, GRPO-4, GRPO-8 and PairRL from one warm start.
 
-Runs ``pairrl train configs/toy_cpu.yaml`` once per mode and seed, from one shared warm
-start per seed (copied into each run folder, so every mode starts from the same weights),
-then prints the held-out numbers each run's ``summary.json`` holds:
+Each seed is one main job (``pairrl train configs/toy_cpu.yaml``) with PointRL and GRPO
+with 4 solutions added to its baselines, so every mode of a seed trains from the same warm
+start with the same seed and steps, and the selection benchmark evaluates them all on the
+same held-out problems and the same shared pool:
 
-    .venv/bin/python benchmarks/toy_ablation.py --out runs/toy_ablation --seeds 0 1 --jobs 2
+    .venv/bin/python benchmarks/toy_ablation.py --out runs/toy_ablation --seeds 0 1 2
 
-A run folder that already holds ``summary.json`` is reused, not rerun (resume).
-``--jobs 2`` runs the seeds side by side (one core each on a 2-core machine).
-``--warm-start 'runs/toy_seed{seed}/warm_start'`` reuses the warm starts of earlier demo
-runs instead of training new ones (``{seed}`` is replaced by each seed).
-
-GRPO spends all G = 8 samples on solutions; PointRL and PairRL split them 4 + 4, so every
-mode draws the same number of samples per problem. Extra ``--set`` overrides apply to all
-runs (e.g. ``--set batch.max_steps=10`` for a quick look).
+prints one table (mean and spread over seeds, in points) and writes ``ablation.json`` and
+``ablation.md`` to ``--out``. A seed whose folder already holds ``summary.json`` is read,
+not rerun (resume). ``--jobs 2`` runs two seeds side by side (one core each on a 2-core
+machine, about twice the wall time each). Extra ``--set`` overrides apply to every run.
 """
 
 from __future__ import annotations
@@ -21,18 +18,27 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-MODES = {
-    "grpo": ["rollout.mode=grpo"],
-    "pointrl": ["rollout.mode=pointrl"],
-    "pairrl": ["rollout.mode=pairrl"],
-}
-COLUMNS = ("solution_pass_rate", "judge_balanced_accuracy", "random", "swiss", "majority", "oracle")
+MODELS = ("warm_start", "pointrl", "grpo@4", "grpo", "pairrl")
+BASELINES = "recipe.options.baselines=[pointrl,grpo@4,grpo]"
+METRICS = (
+    ("solution pass rate", lambda m: m["solution_pass_rate"]),
+    ("judge balanced accuracy", lambda m: m["judge_balanced_accuracy"]),
+    ("best-of-8 random", lambda m: m["best_of_k"]["random"]),
+    ("best-of-8 majority", lambda m: m["best_of_k"]["majority"]),
+    ("best-of-8 Swiss (own judge)", lambda m: m["best_of_k"]["swiss"]),
+    ("Swiss on the shared pool", lambda m: m["shared_pool"]["swiss"]),
+    ("random on the shared pool", lambda m: m["shared_pool"]["random"]),
+)
+LABELS = {"warm_start": "warm start", "pointrl": "PointRL", "grpo@4": "GRPO-4"}
+LABELS |= {"grpo": "GRPO-8", "pairrl": "PairRL"}
 
 
 def _pairrl_executable() -> str:
@@ -42,96 +48,96 @@ def _pairrl_executable() -> str:
     return exe
 
 
-def _row(metrics: dict) -> list[float | None]:
-    bok = metrics["best_of_k"]
-    return [
-        metrics["solution_pass_rate"],
-        metrics["judge_balanced_accuracy"],
-        *(bok[k] for k in ("random", "swiss", "majority", "oracle")),
+def run_seed(exe: str, config: str, out: Path, seed: int, overrides: list[str]) -> dict:
+    """One main job with every ablation mode; its summary (read back when already there)."""
+    run_dir = out / f"seed{seed}"
+    if (run_dir / "summary.json").is_file():
+        print(f"reusing {run_dir}/summary.json", flush=True)
+        return json.loads((run_dir / "summary.json").read_text())
+    cmd = [exe, "train", config, "--out", str(run_dir), f"--set=seed={seed}", f"--set={BASELINES}"]
+    cmd += [f"--set={o}" for o in overrides]
+    print("$", " ".join(cmd), flush=True)
+    log = out / f"seed{seed}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with log.open("w") as handle:
+        code = subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT).returncode
+    if code != 0:
+        raise SystemExit(f"seed {seed} failed (exit {code}); see {log}")
+    print(f"seed {seed} done in {time.perf_counter() - started:.0f} s", flush=True)
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def aggregate(summaries: dict[int, dict]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per model and metric: every seed's value, the mean and the sample spread (points).
+
+    >>> m = {"solution_pass_rate": 0.5, "judge_balanced_accuracy": 0.6,
+    ...      "best_of_k": {"random": 0.5, "majority": 0.5, "swiss": 0.7},
+    ...      "shared_pool": {"swiss": 0.7, "random": 0.5}}
+    >>> n = {**m, "solution_pass_rate": 0.7}
+    >>> a = aggregate({0: {"models": {"pairrl": m}}, 1: {"models": {"pairrl": n}}})
+    >>> a["pairrl"]["solution pass rate"]
+    {'seeds': [50.0, 70.0], 'mean': 60.0, 'sd': 14.1}
+    """
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for name in MODELS:
+        runs = [s["models"][name] for s in summaries.values() if name in s["models"]]
+        if not runs:
+            continue
+        table[name] = {}
+        for metric, read in METRICS:
+            values = [None if read(r) is None else round(100 * read(r), 1) for r in runs]
+            known = [v for v in values if v is not None]
+            table[name][metric] = {
+                "seeds": values,
+                "mean": round(statistics.fmean(known), 1) if known else None,
+                "sd": round(statistics.stdev(known), 1) if len(known) > 1 else None,
+            }
+    return table
+
+
+def format_table(table: dict[str, dict[str, dict[str, Any]]], seeds: list[int]) -> str:
+    """Markdown: one row per metric, one column per model, mean (and spread) in points."""
+
+    def cell(entry: dict[str, Any]) -> str:
+        if entry["mean"] is None:
+            return "n/a"
+        return f"{entry['mean']:.1f}" + (f" ± {entry['sd']:.1f}" if entry["sd"] is not None else "")
+
+    names = list(table)
+    lines = [
+        f"held-out, {len(seeds)} seed(s) ({', '.join(map(str, seeds))}): mean ± sd in points",
+        "",
+        "| metric | " + " | ".join(LABELS.get(n, n) for n in names) + " |",
+        "|---|" + "---:|" * len(names),
     ]
-
-
-def _fmt(values: list[float | None]) -> str:
-    return "  ".join("   n/a" if v is None else f"{v:6.3f}" for v in values)
+    for metric, _ in METRICS:
+        lines.append(f"| {metric} | " + " | ".join(cell(table[n][metric]) for n in names) + " |")
+    return "\n".join(lines)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="configs/toy_cpu.yaml")
-    parser.add_argument("--out", default="runs/toy_ablation")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
-    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config", default="configs/toy_cpu.yaml", help="the main job's config")
+    parser.add_argument("--out", default="runs/toy_ablation", help="one folder per seed here")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds to run")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="k=v")
     parser.add_argument("--jobs", type=int, default=1, help="seeds run side by side")
-    parser.add_argument(
-        "--warm-start", default=None, help="reuse this warm start; {seed} is replaced by the seed"
-    )
     args = parser.parse_args()
-    exe = _pairrl_executable()
-    out = Path(args.out)
-
-    def run_seed(seed: int) -> dict[tuple[str, int], dict]:
-        """Every mode for one seed, in order, sharing one warm start."""
-        done: dict[tuple[str, int], dict] = {}
-        shared_warm = Path(args.warm_start.format(seed=seed)) if args.warm_start else None
-        if shared_warm is not None and not (shared_warm / "config.json").is_file():
-            raise SystemExit(f"--warm-start: no model at {shared_warm}")
-        for mode in args.modes:
-            run_dir = out / f"{mode}_seed{seed}"
-            if (run_dir / "summary.json").is_file():  # finished earlier: reuse (resume)
-                print(f"reusing {run_dir}/summary.json", flush=True)
-                done[(mode, seed)] = json.loads((run_dir / "summary.json").read_text())
-                # the run's own recorded phases (warm start, training, evaluation)
-                recorded = done[(mode, seed)].get("wall_s", {})
-                done[(mode, seed)]["ablation_wall_s"] = sum(recorded.values())
-                shared_warm = shared_warm or run_dir / "warm_start"
-                continue
-            if shared_warm is not None and not (run_dir / "warm_start").exists():
-                shutil.copytree(shared_warm, run_dir / "warm_start")
-            cmd = [exe, "train", args.config, "--out", str(run_dir), f"--set=seed={seed}"]
-            cmd += [f"--set={o}" for o in MODES[mode] + args.overrides]
-            print("$", " ".join(cmd), flush=True)
-            started = time.perf_counter()
-            log = run_dir.with_suffix(".log")
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with log.open("w") as handle:
-                code = subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT).returncode
-            if code != 0:
-                raise SystemExit(f"{mode} seed {seed} failed (exit {code}); see {log}")
-            wall = time.perf_counter() - started
-            summary = json.loads((run_dir / "summary.json").read_text())
-            summary["ablation_wall_s"] = wall
-            done[(mode, seed)] = summary
-            shared_warm = shared_warm or run_dir / "warm_start"
-        return done
-
-    results: dict[tuple[str, int], dict] = {}
+    exe, out = _pairrl_executable(), Path(args.out)
     with ThreadPoolExecutor(args.jobs) as pool:
-        for done in pool.map(run_seed, args.seeds):
-            results.update(done)
-    header = "  ".join(f"{c[:6]:>6}" for c in COLUMNS)
-    print(
-        f"\nheld-out, final model (warm start in brackets on the first line per seed)\n{'mode':<8} seed  {header}   wall_s"
-    )
-    for (mode, seed), summary in results.items():
-        print(
-            f"{mode:<8} {seed:>4}  {_fmt(_row(summary['final']))}   {summary['ablation_wall_s']:.0f}"
-        )
-        if mode == args.modes[0]:
-            print(f"{'(warm)':<8} {seed:>4}  {_fmt(_row(summary['warm_start']))}")
-    (out / "ablation.json").write_text(
-        json.dumps(
-            {
-                f"{m}_seed{s}": {
-                    "warm_start": v["warm_start"],
-                    "final": v["final"],
-                    "goal": v["goal"],
-                }
-                for (m, s), v in results.items()
-            },
-            indent=2,
-        )
-    )
+        done = pool.map(lambda s: run_seed(exe, args.config, out, s, args.overrides), args.seeds)
+        summaries = dict(zip(args.seeds, done, strict=True))
+    table = aggregate(summaries)
+    text = format_table(table, args.seeds)
+    walls = {s: round(v.get("wall_s", {}).get("total", 0.0)) for s, v in summaries.items()}
+    text += f"\n\nwall time per seed (s): {walls}"
+    print("\n" + text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ablation.md").write_text(text + "\n")
+    (out / "ablation.json").write_text(json.dumps({"seeds": args.seeds, "table": table}, indent=2))
     return 0
 
 

@@ -185,7 +185,8 @@ class CachedJudge:
         out: list[Verdict] = []
         for prompt, res in zip(prompts, results, strict=True):
             values = None if isinstance(res, JudgeFailure) else [float(r) for r in res.ratings]
-            out.append(self._verdict(res, values, self._count_prompt(prompt), per_item))
+            scored_at = self._forced_prefix(prompt) if self.readout == "forced" else None
+            out.append(self._verdict(res, values, prompt, per_item, scored_at))
         return out
 
     def _by_occurrence(self, judge: Any, asks: list[tuple[Any, int]]) -> list[Any]:
@@ -205,35 +206,16 @@ class CachedJudge:
         """The no-reasoning read-out: the answer is forced to open with `<rating_A>`, and
         each rating is the expectation over the ten rating tokens there (B's prefix
         carries A's rounded rating, as the judge would have written it)."""
-        from pairrl.rollout.judges import JudgeFailure, PairVerdict, round_rating
-        from pairrl.rollout.prompts import continuation
-        from pairrl.rollout.readouts import score_expected_ratings
+        from pairrl.rollout.judges import forced_pair_verdicts
 
-        floor = self.min_rating_mass
-        first = score_expected_ratings(
-            self.sampler, [continuation(m, "<rating_A>") for m in messages], floor
-        )
-        owners = [i for i, s in enumerate(first) if not isinstance(s, JudgeFailure)]
-        second = score_expected_ratings(
-            self.sampler,
-            [
-                continuation(
-                    messages[i], f"<rating_A>{round_rating(first[i][0])}</rating_A>\n<rating_B>"
-                )
-                for i in owners
-            ],
-            floor,
-        )
-        results: list[Any] = list(first)
-        for i, score_b in zip(owners, second, strict=True):
-            score_a = first[i]
-            if isinstance(score_b, JudgeFailure):
-                results[i] = score_b
-            else:
-                results[i] = PairVerdict(
-                    score_a[0], score_b[0], "", rating_mass=(score_a[1], score_b[1])
-                )
-        return results
+        return forced_pair_verdicts(self.sampler, messages, self.min_rating_mass)
+
+    @staticmethod
+    def _forced_prefix(messages: Any) -> Any:
+        """Where the forced read-out reads A's rating: the answer opened with `<rating_A>`."""
+        from pairrl.rollout.prompts import continuation
+
+        return continuation(messages, "<rating_A>")
 
     def _judge_points(self, mode: str, prompts: list[Any]) -> list[Verdict]:
         from pairrl.rollout.judges import JudgeFailure, PointwiseJudge
@@ -252,17 +234,41 @@ class CachedJudge:
         out: list[Verdict] = []
         for prompt, res in zip(prompts, results, strict=True):
             values = None if isinstance(res, JudgeFailure) else [float(res.value)]
-            out.append(self._verdict(res, values, self._count_prompt(prompt), per_item))
+            out.append(self._verdict(res, values, prompt, per_item))
         return out
 
     def _verdict(
-        self, res: Any, values: list[float] | None, prompt_tokens: int | None, per_item: float
+        self,
+        res: Any,
+        values: list[float] | None,
+        prompt: Any,
+        per_item: float,
+        scored_at: Any | None = None,
     ) -> Verdict:
         """A fresh judgement as a cache entry: `values` when it succeeded, else its failure."""
         failure = res.reason if values is None else None
+        prompt_tokens, completion_tokens = self._tokens(prompt, res.text, scored_at)
         return Verdict(
-            "", values, failure, False, prompt_tokens, self._count(res.text), per_item, res.text
+            "", values, failure, False, prompt_tokens, completion_tokens, per_item, res.text
         )
+
+    def _tokens(
+        self, prompt: Any, text: str, scored_at: Any | None = None
+    ) -> tuple[int | None, int | None]:
+        """(prompt, completion) tokens of one judgement. Measured where the sampler reports
+        its engine's counts (vLLM, servers returning `usage`): those of the latest request
+        on the judge prompt, or on `scored_at` (the forced read-out's first prefix) when
+        the prompt itself was not sent; a judgement read from log-probabilities alone
+        wrote no text (0 completion tokens). Otherwise counted with the sampler's
+        tokenizer, and None where there is neither: never a 0 that was not measured."""
+        measured = getattr(self.sampler, "measured_usage", None)
+        if callable(measured):
+            usage = measured(prompt)
+            if usage is None and scored_at is not None:
+                usage = measured(scored_at)
+            if usage is not None:
+                return usage.prompt_tokens, usage.completion_tokens
+        return self._count_prompt(prompt), self._count(text)
 
     def _count_prompt(self, messages: Any) -> int | None:
         encode = getattr(self.sampler, "encode", None)

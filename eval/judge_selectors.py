@@ -75,10 +75,11 @@ def build_judge(
 ) -> CachedJudge:
     """The cached judge; the judge model defaults to the generator's model or endpoint;
     its prompts are the kit for ``tasks`` (``pairrl.eval.kit.benchmark_kit``)."""
-    from pairrl.eval.models import make_sampler, model_identity
+    from pairrl.eval.models import make_sampler, model_identity, resolve_engine
     from pairrl.rollout.samplers import SamplingParams
 
     j, c = cfg.judge, cfg.candidates
+    engine = resolve_engine(j.engine, default=c.engine)
     model = j.model or (None if j.endpoint else (c.model if c.source == "model" else None))
     endpoint = j.endpoint or (c.endpoint if c.source == "endpoint" and not j.model else None)
     served = j.served_model if j.endpoint else c.served_model
@@ -91,13 +92,15 @@ def build_judge(
 
         check_model_path("judge.model", model)
     sampler = (
-        make_sampler(model, endpoint, served, j.http, j.batch_size) if mode == "compute" else None
+        make_sampler(model, endpoint, served, j.http, j.batch_size, engine=engine)
+        if mode == "compute"
+        else None
     )
     sampling = SamplingParams(
         temperature=j.temperature, top_p=j.top_p, max_tokens=j.max_tokens, seed=j.seed
     )
     return CachedJudge(
-        identity=model_identity(model, endpoint, served),
+        identity=model_identity(model, endpoint, served, engine=engine),
         sampler=sampler,
         kit=benchmark_kit(cfg, tasks),
         sampling=sampling,

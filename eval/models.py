@@ -1,7 +1,14 @@
 """Build samplers for the generator and the judge, with an identity string for cache keys.
 
-The identity names *what* answers (a model folder's content fingerprint, or an endpoint
-and its served model name), so a retrained checkpoint at the same path gets new keys.
+The identity names *what* answers (a model folder's content fingerprint and the engine
+that runs it, or an endpoint and its served model name), so a retrained checkpoint at the
+same path gets new keys, and so do the HF and vLLM engines (their random streams differ).
+
+A local model runs on transformers (``engine="hf"``) or on an in-process vLLM engine
+(``engine="vllm"``; vLLM's CPU build on machines without a GPU). vLLM engines are kept
+for the life of the process, one per model folder: the judge that defaults to the
+generator's model reuses the generator's engine instead of starting a second one, and a
+second benchmark in the same process starts none.
 """
 
 from __future__ import annotations
@@ -12,18 +19,34 @@ from typing import Any
 
 from pairrl.eval.config import HttpConfig
 
-__all__ = ["make_sampler", "model_identity"]
+__all__ = ["make_sampler", "model_identity", "resolve_engine"]
+
+ENGINES: tuple[str, ...] = ("hf", "vllm")
+_VLLM_ENGINES: dict[str, Any] = {}
 
 
-def model_identity(model: str | None, endpoint: str | None, served_model: str) -> str:
-    """`hf:<abs path>:<fingerprint>` or `http:<url>:<served model>`."""
+def resolve_engine(engine: str | None, default: str = "hf") -> str:
+    """The engine to use: ``engine`` when given (a judge's), else ``default`` (the
+    candidates' engine, which the judge's defaults to)."""
+    chosen = engine or default
+    if chosen not in ENGINES:
+        raise ValueError(f"engine {chosen!r} unknown; allowed: {list(ENGINES)}")
+    return chosen
+
+
+def model_identity(
+    model: str | None, endpoint: str | None, served_model: str, engine: str = "hf"
+) -> str:
+    """`hf:<abs path>:<fingerprint>`, `vllm:<abs path>:<fingerprint>` or
+    `http:<url>:<served model>`."""
     if endpoint:
         return f"http:{endpoint.rstrip('/')}:{served_model}"
     if not model:
         raise ValueError("need a model path or an endpoint")
+    prefix = resolve_engine(engine)
     path = Path(model)
     if not path.exists():
-        return f"hf:{model}"  # a hub id: its name is all we know before loading
+        return f"{prefix}:{model}"  # a hub id: its name is all we know before loading
     digest = hashlib.sha256()
     for item in sorted(path.iterdir()):
         if item.is_file() and item.suffix in {".json", ".safetensors", ".bin", ".jinja", ".txt"}:
@@ -31,13 +54,19 @@ def model_identity(model: str | None, endpoint: str | None, served_model: str) -
             digest.update(f"{item.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
             if item.suffix == ".json" and stat.st_size < 1_000_000:
                 digest.update(item.read_bytes())
-    return f"hf:{path.resolve()}:{digest.hexdigest()[:16]}"
+    return f"{prefix}:{path.resolve()}:{digest.hexdigest()[:16]}"
 
 
 def make_sampler(
-    model: str | None, endpoint: str | None, served_model: str, http: HttpConfig, batch_size: int
+    model: str | None,
+    endpoint: str | None,
+    served_model: str,
+    http: HttpConfig,
+    batch_size: int,
+    engine: str = "hf",
 ) -> Any:
-    """An HFSampler for a model folder or an OpenAISampler for an endpoint."""
+    """An OpenAISampler for an endpoint, else an HFSampler or a (shared) VLLMSampler for a
+    model folder, by ``engine``."""
     if endpoint:
         from pairrl.rollout.samplers import OpenAISampler
 
@@ -51,6 +80,19 @@ def make_sampler(
         )
     if not model:
         raise ValueError("need a model path or an endpoint")
+    if resolve_engine(engine) == "vllm":
+        return vllm_sampler(model)
     from pairrl.rollout.samplers import HFSampler
 
     return HFSampler.from_pretrained(model, batch_size=batch_size)
+
+
+def vllm_sampler(model: str) -> Any:
+    """The process's vLLM engine for ``model`` (started on first use)."""
+    key = model_identity(model, None, "", engine="vllm")
+    if key not in _VLLM_ENGINES:
+        from pairrl.rollout.samplers import VLLMSampler
+
+        _VLLM_ENGINES.clear()  # one engine at a time: each holds its own KV cache
+        _VLLM_ENGINES[key] = VLLMSampler(model)
+    return _VLLM_ENGINES[key]

@@ -53,7 +53,10 @@ def sample_candidates(
 
     src = cfg.candidates
     identity = model_identity(
-        src.model, src.endpoint if src.source == "endpoint" else None, src.served_model
+        src.model,
+        src.endpoint if src.source == "endpoint" else None,
+        src.served_model,
+        engine=src.engine,
     )
     params = SamplingParams(
         temperature=src.sampling.temperature,
@@ -78,6 +81,7 @@ def sample_candidates(
             src.served_model,
             src.http,
             src.batch_size,
+            engine=src.engine,
         )
         advance = progress("sample", len(todo))
         try:

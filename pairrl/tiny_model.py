@@ -233,13 +233,19 @@ def build_tiny_model(
     hidden_size: int = 64,
     num_layers: int = 4,
     intermediate_size: int = 192,
-    num_heads: int = 4,
-    num_kv_heads: int = 2,
+    head_dim: int = 32,
+    num_heads: int | None = None,
+    num_kv_heads: int | None = None,
     vocab_size: int = 1024,
+    tie_word_embeddings: bool = True,
 ) -> Path:
     """Write a tokenizer and a randomly initialised Qwen3-style LM to `out_dir`.
 
-    Defaults give about 260k parameters. Deterministic for a given `seed`.
+    Defaults give about 260k parameters. Deterministic for a given `seed`. One model for
+    both engines: the attention heads are `head_dim` wide (32 by default, the narrowest
+    vLLM's CPU attention accepts; it takes 32, 64, 80, 96, 112, 128, ...), `num_heads`
+    defaults to `hidden_size // head_dim` (at least 1) and `num_kv_heads` to half of it
+    (at least 1), so the default width 64 has 2 query heads sharing 1 key/value head.
     """
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
@@ -247,16 +253,20 @@ def build_tiny_model(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tiny_tokenizer(seed=seed, vocab_size=vocab_size)
+    heads = num_heads or max(1, hidden_size // head_dim)
+    kv_heads = num_kv_heads or max(1, heads // 2)
+    if heads % kv_heads:
+        raise ValueError(f"num_heads {heads} must be a multiple of num_kv_heads {kv_heads}")
     config = Qwen3Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
         num_hidden_layers=num_layers,
-        num_attention_heads=num_heads,
-        num_key_value_heads=num_kv_heads,
-        head_dim=hidden_size // num_heads,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
         max_position_embeddings=4096,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_word_embeddings,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,

@@ -79,6 +79,33 @@ def round_rating(rating: float) -> int:
     return min(10, max(1, math.floor(rating + 0.5)))
 
 
+def forced_pair_verdicts(
+    sampler: Sampler, messages: Sequence[Prompt], min_rating_mass: float
+) -> list[PairVerdict | JudgeFailure]:
+    """The no-reasoning pairwise read-out over judge prompts ``messages``: the answer is
+    forced to open with ``<rating_A>`` and each rating is the expectation over the rating
+    tokens there; B's prefix carries A's rounded rating (as the judge would have written
+    it). Two scoring calls per batch, no sampling; a failure at A's tag skips B's call."""
+    first = score_expected_ratings(
+        sampler, [continuation(m, "<rating_A>") for m in messages], min_rating_mass
+    )
+    owners = [i for i, score in enumerate(first) if not isinstance(score, JudgeFailure)]
+    prefixes = [
+        continuation(messages[i], f"<rating_A>{round_rating(first[i][0])}</rating_A>\n<rating_B>")
+        for i in owners
+    ]
+    second = score_expected_ratings(sampler, prefixes, min_rating_mass)
+    results: list[PairVerdict | JudgeFailure] = list(first)  # type: ignore[arg-type]
+    for i, score_b in zip(owners, second, strict=True):
+        score_a = first[i]
+        results[i] = (
+            score_b
+            if isinstance(score_b, JudgeFailure)
+            else PairVerdict(score_a[0], score_b[0], "", rating_mass=(score_a[1], score_b[1]))
+        )
+    return results
+
+
 # ---- shared generation step -----------------------------------------------------------------
 
 

@@ -11,6 +11,12 @@ Rules (DESIGN.md, "Facts from the paper"):
 * when no pair is eligible (fewer than two candidates, or no correct one) the plan is
   empty and says so (``no_eligible_pair`` with a ``reason``): those verification slots
   carry no gradient and the caller counts them.
+
+``mixed_only`` narrows the rule to correct-incorrect pairs: every judgement then holds one
+candidate of each label, so the verification reward cannot be earned by rating everything
+correct. A problem whose group is all correct has no eligible pair. It is for policies
+that solve most problems, where the paper's pairs are mostly correct-correct and a judge
+drifts towards "always correct" (docs/experiments.md); the paper's rule is the default.
 """
 
 from __future__ import annotations
@@ -39,19 +45,30 @@ class PairPlan:
         return max(0, len(self.pairs) - self.num_eligible)
 
 
-def eligible_pairs(labels: Sequence[bool]) -> list[tuple[int, int, PairKind]]:
-    """Every unordered pair (i < j) with at least one correct candidate, and its kind."""
+def eligible_pairs(
+    labels: Sequence[bool], mixed_only: bool = False
+) -> list[tuple[int, int, PairKind]]:
+    """Every unordered pair (i < j) with at least one correct candidate, and its kind.
+
+    >>> eligible_pairs([True, True, False])
+    [(0, 1, 'correct_correct'), (0, 2, 'correct_incorrect'), (1, 2, 'correct_incorrect')]
+    >>> eligible_pairs([True, True, False], mixed_only=True)
+    [(0, 2, 'correct_incorrect'), (1, 2, 'correct_incorrect')]
+    """
     out: list[tuple[int, int, PairKind]] = []
     for i in range(len(labels)):
         for j in range(i + 1, len(labels)):
             if labels[i] and labels[j]:
-                out.append((i, j, "correct_correct"))
+                if not mixed_only:
+                    out.append((i, j, "correct_correct"))
             elif labels[i] or labels[j]:
                 out.append((i, j, "correct_incorrect"))
     return out
 
 
-def build_training_pairs(labels: Sequence[bool], num_pairs: int, seed: int) -> PairPlan:
+def build_training_pairs(
+    labels: Sequence[bool], num_pairs: int, seed: int, *, mixed_only: bool = False
+) -> PairPlan:
     """Choose ``num_pairs`` verification pairs for one problem (rules in the module doc).
 
     ``labels[i]`` is whether candidate i passed all hidden tests. Pairs are drawn
@@ -60,15 +77,18 @@ def build_training_pairs(labels: Sequence[bool], num_pairs: int, seed: int) -> P
 
     Example (hand-worked): labels [True, False, False] give the eligible pairs (0, 1) and
     (0, 2), both correct_incorrect; with num_pairs 3 the plan holds both once, then one of
-    them again (``num_repeated`` 1).
+    them again (``num_repeated`` 1). With ``mixed_only``, labels [True, True] have no
+    eligible pair.
     """
     if not isinstance(num_pairs, int) or num_pairs < 0:
         raise ValueError(f"num_pairs must be an integer >= 0, got {num_pairs!r}")
     labels = [bool(y) for y in labels]
-    pool = eligible_pairs(labels)
+    pool = eligible_pairs(labels, mixed_only)
     if not pool:
         if len(labels) < 2:
             reason = f"{len(labels)} candidate(s): a pair needs two"
+        elif mixed_only and any(labels):
+            reason = f"all {len(labels)} candidates correct: no correct-incorrect pair"
         else:
             reason = f"no correct candidate among {len(labels)}: only incorrect-incorrect pairs"
         return PairPlan(no_eligible_pair=True, reason=reason)

@@ -4,9 +4,14 @@ Candidates come from a JSONL file (one per row: a JSON string, or an object with
 ``text`` / ``completion`` / ``solution`` / ``code`` and an optional ``id``) and/or from
 files given as arguments (one candidate per file). The judge is a local model
 (``--judge-model``, HF transformers) or an OpenAI-compatible server (``--endpoint``).
-The output is the ranking with mu and mean rating, the comparisons made, and every failed
-comparison with its reason. With no successful comparison there is no winner: the command
-says why and exits with status 1, never printing a ranking made of failures.
+The judge model runs on transformers or, with ``--engine vllm``, on an in-process vLLM
+engine. Read-outs: ``sampled`` (parse the rating tags the judge writes), ``expected``
+(expectation over the ten rating tokens where it writes them) and ``forced`` (no
+reasoning: the answer is forced to open with ``<rating_A>`` and both ratings are read as
+expectations, B's after A's rounded rating). The output is the ranking with mu and mean
+rating, the comparisons made, and every failed comparison with its reason. With no
+successful comparison there is no winner and no ranking: the command counts the failures
+by reason and exits with status 1, never printing a table made of failures.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Any
 import typer
 
 SCHEDULES: tuple[str, ...] = ("swiss", "halving", "all-pairs", "random")
+SELECT_READOUTS: tuple[str, ...] = ("sampled", "expected", "forced")
+ENGINES: tuple[str, ...] = ("hf", "vllm")
 _TOURNAMENT_FUNCTIONS = {
     "swiss": "swiss_tournament",
     "halving": "sequential_halving_tournament",  # ours: aimed at finding the best
@@ -38,6 +45,28 @@ class Candidate:
 
 class CandidateError(ValueError):
     """A candidate source that cannot be read; the message names the file and row."""
+
+
+@dataclass
+class ForcedPairwiseJudge:
+    """The no-reasoning pairwise read-out, with :class:`~pairrl.rollout.judges.PairwiseJudge`'s
+    ``judge`` interface: the answer is forced to open with ``<rating_A>`` and A's rating is
+    the expectation over the ten rating tokens there; B's is read after
+    ``<rating_A>k</rating_A>\n<rating_B>`` with k A's rounded rating (as the judge would
+    have written it). Deterministic: two scoring calls per batch, no sampling."""
+
+    sampler: Any
+    domain: str = "code"
+    sampling: Any = None  # SamplingParams; only its seed is read (by TournamentJudge)
+    min_rating_mass: float = 0.5
+
+    def judge(self, items: list[tuple[str, str, str]], *, seed: int | None = None) -> list[Any]:
+        """(problem, A, B) triples -> PairVerdict or JudgeFailure, in order."""
+        from pairrl.rollout.judges import forced_pair_verdicts
+        from pairrl.rollout.prompts import pairwise_messages
+
+        prompts = [pairwise_messages(p, a, b, self.domain) for p, a, b in items]  # type: ignore[arg-type]
+        return forced_pair_verdicts(self.sampler, prompts, self.min_rating_mass)
 
 
 def load_candidates(jsonl: Path | None, files: list[Path]) -> list[Candidate]:
@@ -109,21 +138,12 @@ def _fmt(x: float) -> str:
 def _print_report(result: Any, judge_pairs: Any, candidates: list[Candidate]) -> None:
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     console = Console()
-    table = Table(title=f"pairrl select: {result.schedule}, budget {result.budget}")
-    for column in ("rank", "candidate", "mu", "mean rating", "judged"):
-        table.add_column(column)
-    for rank, index in enumerate(result.ranking, start=1):
-        table.add_row(
-            str(rank),
-            escape(f"[{index}] {candidates[index].candidate_id}"),
-            _fmt(result.mu[index]),
-            _fmt(result.mean_rating[index]),
-            str(result.degree[index]),
-        )
-    console.print(table)
+    if result.num_judged == 0 and len(candidates) > 1:
+        _print_all_failed(console, result, judge_pairs)
+        return
+    _print_table(console, result, candidates)
     console.print(
         f"comparisons sent {result.num_comparisons}, judged {result.num_judged}, "
         f"failed {result.num_failed}, rounds {result.rounds}, judge calls {judge_pairs.calls}"
@@ -140,6 +160,57 @@ def _print_report(result: Any, judge_pairs: Any, candidates: list[Candidate]) ->
     else:
         winner = candidates[result.winner].candidate_id
         console.print(f"[green]winner[/]: [{result.winner}] {escape(winner)}")
+
+
+def _print_all_failed(console: Any, result: Any, judge_pairs: Any) -> None:
+    """Every comparison failed: the counts and reasons, and no ranking (there is none)."""
+    from collections import Counter
+
+    from rich.markup import escape
+
+    console.print(
+        f"comparisons sent {result.num_comparisons}, judged 0, failed {result.num_failed}, "
+        f"rounds {result.rounds}, judge calls {judge_pairs.calls}"
+    )
+    for (a, b), reason in judge_pairs.failures:
+        console.print(f"[red]failure[/] {a} vs {b}: {escape(reason)}")
+    by_reason = Counter(reason.split(" (after ")[0][:160] for _, reason in judge_pairs.failures)
+    for reason, count in by_reason.most_common():
+        console.print(f"  {count} x {escape(reason)}")
+    console.print(
+        f"[red]no winner[/]: every comparison failed ({result.num_failed} of "
+        f"{result.num_comparisons}); no ranking to show"
+    )
+
+
+def _print_table(console: Any, result: Any, candidates: list[Candidate]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"pairrl select: {result.schedule}, budget {result.budget}")
+    for column in ("rank", "candidate", "mu", "mean rating", "judged"):
+        table.add_column(column)
+    for rank, index in enumerate(result.ranking, start=1):
+        table.add_row(
+            str(rank),
+            escape(f"[{index}] {candidates[index].candidate_id}"),
+            _fmt(result.mu[index]),
+            _fmt(result.mean_rating[index]),
+            str(result.degree[index]),
+        )
+    console.print(table)
+
+
+def _print_usage(sampler: Any) -> None:
+    """The judge's token usage as its engine measured it (vLLM, servers returning usage)."""
+    log = getattr(sampler, "usage_log", None)
+    if log is None or not log.requests:
+        typer.echo("judge tokens: not measured (this engine reports no usage)")
+        return
+    typer.echo(
+        f"judge tokens (measured by the engine): prompt {log.prompt_tokens}, "
+        f"completion {log.completion_tokens}, over {log.requests} requests"
+    )
 
 
 def _endpoint_model(base_url: str, timeout: float) -> str:
@@ -177,8 +248,11 @@ def select_cmd(
     budget: int | None = typer.Option(None, min=0, help="Comparisons allowed (default 2N)."),
     domain: str = typer.Option("code", help="code or math."),
     readout: str = typer.Option(
-        "sampled", help="sampled (parse tags) or expected (rating-token probabilities)."
+        "sampled",
+        help="sampled (parse tags), expected (rating-token probabilities where the judge "
+        "writes them) or forced (no reasoning: tags forced at once, read as expectations).",
     ),
+    engine: str = typer.Option("hf", help="Engine for --judge-model: hf or vllm."),
     temperature: float = typer.Option(0.6, min=0.0, max=10.0),
     top_p: float = typer.Option(0.95, min=0.0, max=1.0),
     max_tokens: int = typer.Option(4096, min=1, help="Judge tokens per comparison."),
@@ -189,7 +263,7 @@ def select_cmd(
         0.5,
         min=0.0,
         max=1.0,
-        help="expected: fail a rating whose tokens hold less next-token mass than this.",
+        help="expected/forced: fail a rating whose tokens hold less next-token mass than this.",
     ),
     seed: int = typer.Option(0, help="Seed for the schedule and the judge's sampling."),
     connect_timeout: float = typer.Option(5.0, min=0.001),
@@ -198,7 +272,7 @@ def select_cmd(
     device: str | None = typer.Option(None, help="cpu or cuda for --judge-model."),
 ) -> None:
     """Rank candidates for one problem with a pairwise judge (Swiss or another schedule)."""
-    from pairrl.rollout.judges import READOUTS, PairwiseJudge
+    from pairrl.rollout.judges import PairwiseJudge
     from pairrl.rollout.prompts import DOMAINS
     from pairrl.rollout.samplers.base import SamplingParams
 
@@ -209,7 +283,8 @@ def select_cmd(
     for name, value, allowed in (
         ("--schedule", schedule, SCHEDULES),
         ("--domain", domain, DOMAINS),
-        ("--readout", readout, READOUTS),
+        ("--readout", readout, SELECT_READOUTS),
+        ("--engine", engine, ENGINES),
     ):
         if value not in allowed:
             raise typer.BadParameter(f"{value!r}; allowed: {', '.join(allowed)}", param_hint=name)
@@ -233,22 +308,31 @@ def select_cmd(
         sampler: Any = OpenAISampler(
             endpoint, model_name, connect_timeout, read_timeout, max_retries
         )
+    elif engine == "vllm":
+        from pairrl.rollout.samplers.vllm import VLLMSampler
+
+        sampler = VLLMSampler(judge_model)  # type: ignore[arg-type]
     else:
         from pairrl.rollout.samplers.hf import HFSampler
 
         sampler = HFSampler.from_pretrained(judge_model, device=device)  # type: ignore[arg-type]
-    judge = PairwiseJudge(
-        sampler,
-        domain=domain,
-        readout=readout,
-        sampling=sampling,
-        think_tokens=think_tokens,  # type: ignore[arg-type]
-        min_rating_mass=min_rating_mass,
-    )
+    judge: Any
+    if readout == "forced":
+        judge = ForcedPairwiseJudge(sampler, domain, sampling, min_rating_mass)
+    else:
+        judge = PairwiseJudge(
+            sampler,
+            domain=domain,
+            readout=readout,  # type: ignore[arg-type]
+            sampling=sampling,
+            think_tokens=think_tokens,  # type: ignore[arg-type]
+            min_rating_mass=min_rating_mass,
+        )
     result, judge_pairs = run_selection(
         judge, problem_text, candidates, schedule=schedule, budget=budget, domain=domain, seed=seed
     )
     _print_report(result, judge_pairs, candidates)
+    _print_usage(sampler)
     if result.winner is None:
         raise typer.Exit(1)
 

@@ -83,6 +83,17 @@ def _command(
         None, help="Evaluation output folder; default: the eval config's out_dir."
     ),
     eval_arg: list[str] = typer.Option([], help="Extra argument for every `pairrl eval` shard."),
+    serve_model: Path | None = typer.Option(
+        None,
+        help="Eval: serve this model folder with vLLM in a job of its own and sample from it "
+        "(the config's candidates.source must be endpoint).",
+    ),
+    server_arg: list[str] = typer.Option(
+        [], help="Eval with --serve-model: extra vLLM server argument, e.g. --enforce-eager."
+    ),
+    server_max_model_len: int = typer.Option(
+        4096, min=16, help="Eval with --serve-model: the server's context length."
+    ),
     venv: str | None = typer.Option(
         None, help="Virtual environment to activate; default: the current one; 'none': none."
     ),
@@ -146,6 +157,10 @@ def _command(
                 max_parallel=max_parallel,
                 out_dir=str(out.resolve()) if out else None,
                 extra_args=eval_arg,
+                serve_model=str(serve_model.resolve()) if serve_model else None,
+                server_port=vllm_port,
+                server_max_model_len=server_max_model_len,
+                server_args=server_arg,
             )
             rendered = render_eval(eval_spec)
     except (ConfigError, ValueError) as err:
@@ -188,12 +203,12 @@ def _venv(option: str | None) -> str | None:
 
 
 def _submit(steps: list[Any], run: Path) -> None:
-    """sbatch each step in order (`--parsable`), wiring afterok dependencies by job id."""
+    """sbatch each step in order (`--parsable`), wiring the dependencies by job id."""
     job_ids: list[str] = []
     for step in steps:
         cmd = ["sbatch", "--parsable"]
-        if step.after_ok is not None:
-            cmd += [f"--dependency=afterok:{job_ids[step.after_ok]}", "--kill-on-invalid-dep=yes"]
+        if step.after is not None:
+            cmd += step.dependency_args(job_ids[step.after])
         cmd.append(step.script)
         try:
             result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)

@@ -13,7 +13,11 @@ Training (`render_train`), N nodes:
   requeues the job (`--requeue`); a preempted job gets SIGTERM from Slurm and is requeued
   by Slurm. A restarted job passes `--resume` whenever a checkpoint exists.
 Evaluation (`render_eval`): an array job over shards (`pairrl eval CONFIG --shard i/n`)
-and a merge job that starts after every shard succeeded (`--dependency=afterok`).
+and a merge job that starts after every shard succeeded (`--dependency=afterok`). With
+`serve_model`, a vLLM server job comes first (`pairrl.rollout.serve.vllm_server_command`);
+the shards start once it runs (`--dependency=after`), wait for the endpoint it writes when
+it answers, and sample from it; a stop job cancels it once every shard has ended
+(`--dependency=afterany`), whether they succeeded or not.
 
 The run config is parsed with its typed schema (`TrainConfig` or `EvalConfig`), so a bad
 file fails here, before anything is submitted; the few fields the scripts override are
@@ -31,7 +35,16 @@ from typing import Any
 from pairrl.config import ConfigError, load_config, load_yaml
 from pairrl.eval.config import EvalConfig
 from pairrl.slurm.specs import EvalJobSpec, SlurmResources, TrainJobSpec
-from pairrl.slurm.templates import EVAL_MERGE, EVAL_SHARDS, TRAIN_BATCH, TRAIN_NODE, fill
+from pairrl.slurm.templates import (
+    EVAL_MERGE,
+    EVAL_SERVER,
+    EVAL_SERVER_STOP,
+    EVAL_SHARDS,
+    SHARD_ENDPOINT,
+    TRAIN_BATCH,
+    TRAIN_NODE,
+    fill,
+)
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import run_dir as train_run_dir
 
@@ -67,10 +80,17 @@ SERVER_KIND = "vllm_server"
 
 @dataclass(frozen=True)
 class SubmitStep:
-    """One sbatch call: the script, and the earlier step (index) it must wait for, if any."""
+    """One sbatch call: the script, and the earlier step (index) it must wait for, if any,
+    with the kind of wait (`afterok`: that job succeeded; `after`: it started;
+    `afterany`: it ended)."""
 
     script: str
-    after_ok: int | None = None
+    after: int | None = None
+    dependency: str = "afterok"
+
+    def dependency_args(self, job_id: str) -> list[str]:
+        """sbatch options for waiting on the job `job_id` of step `after`."""
+        return [f"--dependency={self.dependency}:{job_id}", "--kill-on-invalid-dep=yes"]
 
 
 @dataclass(frozen=True)
@@ -88,8 +108,8 @@ class RenderedJob:
         for i, step in enumerate(self.steps):
             dep = (
                 ""
-                if step.after_ok is None
-                else f"--dependency=afterok:${{job{step.after_ok}%%;*}} --kill-on-invalid-dep=yes "
+                if step.after is None
+                else " ".join(step.dependency_args(f"${{job{step.after}%%;*}}")) + " "
             )
             lines.append(
                 f'job{i}=$(sbatch --parsable {dep}{shlex.quote(step.script)}); echo "submitted job $job{i}"'
@@ -195,6 +215,13 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
     shard_args = ["eval", spec.config, "--out", out_dir, *spec.extra_args]
     strict = cfg.gate.strict or "--strict" in spec.extra_args
     merge_args = ["eval", "merge", out_dir, *(["--strict"] if strict else [])]
+    server_dir = shlex.quote(f"{spec.run_dir}/server")
+    if spec.serve_model and cfg.candidates.source != "endpoint":
+        raise ConfigError(
+            spec.config,
+            ["--serve-model: the shards sample from the server, so candidates.source must be "
+             f"'endpoint' (it is {cfg.candidates.source!r})"],
+        )  # fmt: skip
     shards = fill(
         EVAL_SHARDS,
         HEADER=_header(
@@ -206,6 +233,10 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
         SETUP=_setup(spec),
         SHARDS=str(spec.shards),
         EVAL_ARGS=_quote(shard_args),
+        ENDPOINT=fill(SHARD_ENDPOINT, SERVER_DIR=server_dir, SERVER_WAIT_S=str(spec.server_wait_s))
+        if spec.serve_model
+        else "",
+        ENDPOINT_ARGS='--set "candidates.endpoint=$ENDPOINT" ' if spec.serve_model else "",
     )
     merge_spec = spec.model_copy(update={"job_name": f"{spec.job_name}-merge", "gpus_per_node": 0})
     merge = fill(
@@ -215,16 +246,66 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
         MERGE_ARGS=_quote(merge_args),
     )
     script_dir = Path(spec.run_dir, "slurm")
-    return RenderedJob(
-        scripts={"eval-shards.sbatch": shards, "eval-merge.sbatch": merge},
-        steps=[
-            SubmitStep(str(script_dir / "eval-shards.sbatch")),
-            SubmitStep(str(script_dir / "eval-merge.sbatch"), after_ok=0),
-        ],
-        notes=[
-            f"{spec.shards} shards write into {out_dir}/shards; the merge (into {out_dir}) runs when all succeeded"
-        ],
+    scripts = {"eval-shards.sbatch": shards, "eval-merge.sbatch": merge}
+    steps = [
+        SubmitStep(str(script_dir / "eval-shards.sbatch")),
+        SubmitStep(str(script_dir / "eval-merge.sbatch"), after=0),
+    ]
+    notes = [
+        f"{spec.shards} shards write into {out_dir}/shards; the merge (into {out_dir}) runs when all succeeded"
+    ]
+    if spec.serve_model:
+        scripts.update(_eval_server_scripts(spec, cfg.candidates.served_model, server_dir))
+        steps = [
+            SubmitStep(str(script_dir / "eval-server.sbatch")),
+            SubmitStep(str(script_dir / "eval-shards.sbatch"), after=0, dependency="after"),
+            SubmitStep(str(script_dir / "eval-merge.sbatch"), after=1),
+            SubmitStep(str(script_dir / "eval-server-stop.sbatch"), after=1, dependency="afterany"),
+        ]
+        notes.insert(
+            0,
+            f"a vLLM server job serves {spec.serve_model} on port {spec.server_port}; the shards "
+            "sample from it and a stop job cancels it when they have ended",
+        )
+    return RenderedJob(scripts=scripts, steps=steps, notes=notes)
+
+
+def _eval_server_scripts(spec: EvalJobSpec, served_model: str, server_dir: str) -> dict[str, str]:
+    """The vLLM server job of a sharded evaluation and the job that stops it."""
+    from pairrl.rollout.samplers.vllm import DEFAULT_CPU_KVCACHE_GIB
+    from pairrl.rollout.serve import vllm_server_command
+
+    assert spec.serve_model is not None
+    command = vllm_server_command(
+        spec.serve_model,
+        port=spec.server_port,
+        host="0.0.0.0",
+        max_model_len=spec.server_max_model_len,
+        served_model_name=served_model,
+        python="PYTHON",
+        extra=spec.server_args,
     )
+    server_spec = spec.model_copy(update={"job_name": f"{spec.job_name}-vllm"})
+    stop_spec = spec.model_copy(
+        update={"job_name": f"{spec.job_name}-stop", "gpus_per_node": 0, "cpus_per_task": 1}
+    )
+    return {
+        "eval-server.sbatch": fill(
+            EVAL_SERVER,
+            HEADER=_header(server_spec, nodes=1, log=f"{spec.run_dir}/logs/%x-%j.out", extra=[]),
+            SETUP=_setup(spec),
+            SERVER_DIR=server_dir,
+            PORT=str(spec.server_port),
+            KVCACHE_GIB=str(DEFAULT_CPU_KVCACHE_GIB),
+            SERVER_CMD='"$PAIRRL_PYTHON" ' + _quote(command[1:]),
+            SERVER_WAIT_S=str(spec.server_wait_s),
+        ),
+        "eval-server-stop.sbatch": fill(
+            EVAL_SERVER_STOP,
+            HEADER=_header(stop_spec, nodes=1, log=f"{spec.run_dir}/logs/%x-%j.out", extra=[]),
+            SERVER_DIR=server_dir,
+        ),
+    }
 
 
 def _check_server_mode(spec: TrainJobSpec) -> None:

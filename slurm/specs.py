@@ -111,3 +111,20 @@ class EvalJobSpec(SlurmResources):
     extra_args: list[str] = Field(
         default_factory=list, description="Arguments passed on to every `pairrl eval` shard."
     )
+    serve_model: str | None = Field(
+        None,
+        description="Model folder a vLLM server job of its own serves; the shards sample from "
+        "it (candidates.endpoint, and the judge's when it defaults to the generator). "
+        "None: the config's endpoint or model is used as it is.",
+    )
+    server_port: int = Field(8000, ge=1024, le=65535, description="Port of that vLLM server.")
+    server_max_model_len: int = Field(
+        4096, ge=16, le=1_048_576, description="Context length the server is started with."
+    )
+    server_args: list[str] = Field(
+        default_factory=list,
+        description="Extra vLLM server arguments, e.g. --enforce-eager (CPU: faster start).",
+    )
+    server_wait_s: int = Field(
+        1200, ge=10, le=86400, description="How long the server and the shards wait for it."
+    )

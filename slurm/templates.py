@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["EVAL_MERGE", "EVAL_SHARDS", "TRAIN_BATCH", "TRAIN_NODE", "fill"]
+__all__ = [
+    "EVAL_MERGE",
+    "EVAL_SERVER",
+    "EVAL_SERVER_STOP",
+    "EVAL_SHARDS",
+    "SHARD_ENDPOINT",
+    "TRAIN_BATCH",
+    "TRAIN_NODE",
+    "fill",
+]
 
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
@@ -184,7 +193,91 @@ set -euo pipefail
 @SETUP@
 SHARD="${SLURM_ARRAY_TASK_ID:?run this as an array job}/@SHARDS@"
 echo "[pairrl-slurm] job ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}: shard $SHARD"
-exec "$PAIRRL_BIN" @EVAL_ARGS@ --shard "$SHARD"
+@ENDPOINT@exec "$PAIRRL_BIN" @EVAL_ARGS@ @ENDPOINT_ARGS@--shard "$SHARD"
+"""
+
+# Shard lines when the shards sample from the evaluation's own vLLM server job.
+SHARD_ENDPOINT = """SERVER_DIR=@SERVER_DIR@
+deadline=$((SECONDS + @SERVER_WAIT_S@))
+until [[ -s "$SERVER_DIR/endpoint" ]]; do # written by the server job once it answers
+	if ((SECONDS >= deadline)); then
+		echo "[pairrl-slurm] no vLLM endpoint in $SERVER_DIR after @SERVER_WAIT_S@ s" >&2
+		exit 3
+	fi
+	sleep 2
+done
+ENDPOINT="$(cat "$SERVER_DIR/endpoint")"
+echo "[pairrl-slurm] sampling from the vLLM server at $ENDPOINT"
+"""
+
+EVAL_SERVER = """#!/bin/bash
+# The vLLM server of a sharded evaluation, rendered by `pairrl slurm render`. It serves
+# until the stop job cancels it (once every shard has ended) or its time limit.
+@HEADER@
+set -euo pipefail
+
+@SETUP@
+PAIRRL_PYTHON="$(dirname "$PAIRRL_BIN")/python"
+SERVER_DIR=@SERVER_DIR@
+PORT=@PORT@
+HOST="${SLURMD_NODENAME:-$(hostname)}"
+mkdir -p "$SERVER_DIR"
+rm -f "$SERVER_DIR/endpoint"
+echo "$SLURM_JOB_ID" >"$SERVER_DIR/job_id"
+log() { echo "[pairrl-slurm $(date -u +%H:%M:%S)] $*"; }
+# vLLM's CPU build: a KV cache size (else it reserves 92% of RAM) and the job's own cores.
+export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-@KVCACHE_GIB@}"
+export VLLM_CPU_NUM_OF_RESERVED_CPU="${VLLM_CPU_NUM_OF_RESERVED_CPU:-0}"
+if [[ -z "${VLLM_CPU_OMP_THREADS_BIND:-}" ]]; then
+	VLLM_CPU_OMP_THREADS_BIND="$(taskset -pc $$ 2>/dev/null | awk -F': ' '{print $2}')"
+	export VLLM_CPU_OMP_THREADS_BIND="${VLLM_CPU_OMP_THREADS_BIND:-auto}"
+fi
+
+# A session of its own, stopped by process group: after a kill, vLLM's engine-core and
+# worker processes outlive the API process.
+setsid @SERVER_CMD@ &
+SERVER_PID=$!
+stop() {
+	rm -f "$SERVER_DIR/endpoint"
+	kill -TERM -- "-$SERVER_PID" 2>/dev/null || return 0
+	log "stopping the vLLM server"
+	for _ in $(seq 20); do
+		kill -0 -- "-$SERVER_PID" 2>/dev/null || return 0
+		sleep 0.2
+	done
+	kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
+}
+trap 'stop; exit 0' TERM INT
+trap stop EXIT
+deadline=$((SECONDS + @SERVER_WAIT_S@))
+until "$PAIRRL_PYTHON" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' \
+	"http://127.0.0.1:$PORT/health" 2>/dev/null; do
+	if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+		log "the vLLM server exited before answering"
+		exit 3
+	fi
+	if ((SECONDS >= deadline)); then
+		log "the vLLM server did not answer in @SERVER_WAIT_S@ s"
+		exit 3
+	fi
+	sleep 2
+done
+echo "http://$HOST:$PORT/v1" >"$SERVER_DIR/endpoint.tmp"
+mv "$SERVER_DIR/endpoint.tmp" "$SERVER_DIR/endpoint"
+log "vLLM server up at http://$HOST:$PORT/v1"
+wait "$SERVER_PID"
+"""
+
+EVAL_SERVER_STOP = """#!/bin/bash
+# Stops the evaluation's vLLM server job; submitted with --dependency=afterany on the shards.
+@HEADER@
+set -euo pipefail
+
+job="$(cat @SERVER_DIR@/job_id 2>/dev/null || true)"
+if [[ -n "$job" ]]; then
+	scancel "$job"
+	echo "[pairrl-slurm] cancelled the vLLM server job $job"
+fi
 """
 
 EVAL_MERGE = """#!/bin/bash

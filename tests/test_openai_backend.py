@@ -188,15 +188,14 @@ class _FakeServer:
                     "bad_finish": (
                         200,
                         json.dumps(
-                            {
-                                "choices": [
-                                    {
-                                        "index": 0,
-                                        "text": "x",
-                                        "finish_reason": "abort",
-                                    }
-                                ]
-                            }
+                            {"choices": [{"index": 0, "text": "x", "finish_reason": "cut"}]}
+                        ).encode(),
+                    ),
+                    # vLLM's answer to the requests it holds when it shuts down
+                    "abort": (
+                        200,
+                        json.dumps(
+                            {"choices": [{"index": 0, "text": "", "finish_reason": "abort"}]}
                         ).encode(),
                     ),
                 }[behaviour]
@@ -225,6 +224,7 @@ class _FakeServer:
         ("malformed", "malformed_response", 2, 1),
         ("not_json", "malformed_response", 2, 1),
         ("bad_finish", "malformed_response", 2, 1),
+        ("abort", "transport", 2, 3),
     ],
 )
 def test_server_failures_are_errors_with_reasons(

@@ -79,3 +79,21 @@ def test_all_correct_gives_only_correct_correct() -> None:
     plan = build_training_pairs([True] * 4, 6, seed=2)
     assert set(plan.kinds) == {"correct_correct"}
     assert sorted(tuple(sorted(p)) for p in plan.pairs) == list(itertools.combinations(range(4), 2))
+
+
+def test_mixed_only_pairs_one_candidate_of_each_label() -> None:
+    # [T, T, F, T]: correct-incorrect pairs are {0,2}, {1,2}, {2,3}; four slots use all
+    # three once, then one again; every judged pair holds the one incorrect candidate 2.
+    plan = build_training_pairs([True, True, False, True], 4, seed=1, mixed_only=True)
+    assert plan.num_eligible == 3 and plan.num_repeated == 1
+    assert set(plan.kinds) == {"correct_incorrect"}
+    assert all(2 in pair for pair in plan.pairs)
+    assert {tuple(sorted(p)) for p in plan.pairs} == {(0, 2), (1, 2), (2, 3)}
+
+
+def test_mixed_only_all_correct_has_no_pair_and_says_why() -> None:
+    plan = build_training_pairs([True] * 4, 4, seed=0, mixed_only=True)
+    assert plan.no_eligible_pair and plan.pairs == []
+    assert "no correct-incorrect pair" in (plan.reason or "")
+    # the paper's rule on the same group judges correct-correct pairs
+    assert not build_training_pairs([True] * 4, 4, seed=0).no_eligible_pair

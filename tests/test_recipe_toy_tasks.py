@@ -7,6 +7,7 @@ import pytest
 
 from pairrl.recipes.toy_addition.conversations import teacher_drops_carry, warm_start_conversations
 from pairrl.recipes.toy_addition.prompts import (
+    check_line,
     pairwise_judgement_text,
     pointwise_judgement_text,
     solution_completion,
@@ -101,6 +102,27 @@ def test_the_judge_never_replays_the_solvers_sum() -> None:
         assert worked_difference(p, p.answer)[1] == p.b
         assert worked_difference(p, p.answer, drop_borrow=True)[1] == p.b + 10
         assert worked_difference(p, p.answer - 10, drop_borrow=True)[1] == p.b
+
+
+def test_a_units_only_judge_is_lenient_never_harsh() -> None:
+    """Checking the units digit alone accepts what ends like the sum and never rejects it."""
+    problem = AdditionProblem(67, 48)  # 115; dropped carry 105; 114 is off in the units
+    # 105 - 67 = 38: units 8 = 8 (accepted, wrongly); 114 - 67 = 47: units 7 != 8
+    assert check_line(problem, 105, units_only=True) == ("105-67: 15-7=8 10-1-6=3 38 88=", True)
+    assert check_line(problem, 114, units_only=True)[1] is False
+    for p in all_problems()[::7]:
+        assert check_line(p, p.answer, units_only=True)[1]  # the true sum always passes
+        if dropped_carry_sum(p) is not None:
+            assert check_line(p, p.answer - 10, units_only=True)[1]
+            assert not check_line(p, p.answer - 10)[1]
+    # the teacher's habit reaches the warm-start judgements: always units-only, 105 passes
+    for conv in warm_start_conversations([problem], 60, seed=3, units_only_check_rate=1.0):
+        prompt, answer = conv[0]["content"], conv[-1]["content"]
+        if "<rating_A>" in answer:
+            shown = [int(x.split("return ")[1]) for x in prompt.splitlines() if "return " in x]
+            expected = tuple(9 if v % 10 == 5 else 1 for v in shown)
+            assert parse_pair_ratings(answer) == expected
+            assert "44=" not in answer  # the tens digit is never compared
 
 
 def test_solution_completion_thinks_then_answers_in_code() -> None:

@@ -171,7 +171,9 @@ def test_time_limit_signal_checkpoints_requeues_and_resumes(
     (bin_dir / "pairrl").chmod(0o755)
     env = dict(cluster, PATH=f"{bin_dir}:{os.environ['PATH']}")
     config = tmp_path / "train.yaml"
-    config.write_text(yaml.safe_dump({"kind": "train", "model": {"path": "m"}}))
+    config.write_text(
+        yaml.safe_dump({"kind": "train", "model": {"path": "m"}, "data": {"source": "tiny_code"}})
+    )
     # Rendered by the real CLI, run with the stand-in on PATH (no venv activation).
     render = subprocess.run([PAIRRL, "slurm", "render", str(config), "--nodes", "1",
                              "--cpus-per-task", "1", "--run-dir", str(tmp_path / "r"),

@@ -75,7 +75,34 @@ def run_pairrl(args: list[str], timeout: float = 600) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
     proc = subprocess.run([PAIRRL, *args], capture_output=True, text=True, timeout=timeout, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return json.loads(proc.stdout[proc.stdout.index("{\n") :])
+    return run_summary(args)
+
+
+def run_summary(args: list[str]) -> dict:
+    """The run's summary, RUN/run.json (the console shows one line naming it)."""
+    return json.loads((Path(args[args.index("--out") + 1]) / "run.json").read_text())
+
+
+def kill_after_checkpoint_2(args: list[str], cut: Path) -> None:
+    """Run `pairrl ARGS` into ``cut`` and SIGKILL it right after its step-2 checkpoint."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
+    proc = subprocess.Popen(
+        [PAIRRL, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    state = cut / "checkpoint-2" / "trainer_state.json"
+    deadline = time.monotonic() + 600
+    while not state.is_file() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.1)  # trainer_state.json is the checkpoint's last file; let its write finish
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert state.is_file(), "the run never wrote checkpoint-2"
+    assert not (cut / "final").exists(), "the run finished before it was killed"
+    assert not (cut / "checkpoint-4").exists(), "the kill came too late to test resuming at 2"
 
 
 def completions(run_dir: Path, step: int):
@@ -125,24 +152,7 @@ def test_pairrl_cpu_run_metrics_wandb_and_resume(warm_tiny_model: Path, tmp_path
     # for 8 steps (constant LR, so the step count changes nothing before the kill) so that it
     # cannot finish in the moment between the checkpoint appearing and the kill.
     cut = tmp_path / "interrupted"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
-    proc = subprocess.Popen(
-        [PAIRRL, *train_args(warm_tiny_model, cut, 8)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    state = cut / "checkpoint-2" / "trainer_state.json"
-    deadline = time.monotonic() + 600
-    while not state.is_file() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.1)  # trainer_state.json is the checkpoint's last file; let its write finish
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert state.is_file(), "the run never wrote checkpoint-2"
-    assert not (cut / "final").exists(), "the run finished before it was killed"
-    assert not (cut / "checkpoint-4").exists(), "the kill came too late to test resuming at 2"
+    kill_after_checkpoint_2(train_args(warm_tiny_model, cut, 8), cut)
 
     resumed = run_pairrl(train_args(warm_tiny_model, cut, 3, "--resume"))
     assert resumed["global_step"] == 3 and resumed["resumed_from"].endswith("checkpoint-2")
@@ -184,7 +194,7 @@ def _launch(accelerate_config: str, out: Path, model: Path, extra_env: dict[str,
         cwd=REPO,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return json.loads(proc.stdout[proc.stdout.index("{\n") :])
+    return run_summary(train_args(model, out, 2))
 
 
 @pytest.mark.slow

@@ -68,8 +68,17 @@ def train_cmd(
         summary = run_training(cfg, plan, resume=resume)
     except (ConfigError, InputError) as err:  # InputError: a dataset's row or column
         _fail(err)
-    if summary["main_process"]:  # one summary per launch, not one per process
+    if not summary["main_process"]:  # one summary per launch, not one per process
+        return
+    run_json = Path(summary["run_dir"]) / "run.json"
+    run_json.write_text(json.dumps(summary, indent=2) + "\n")
+    if cfg.logging.console == "dicts":
         typer.echo(json.dumps(summary, indent=2))
+    else:
+        typer.echo(
+            f"done: {summary['global_step']} steps in {summary['wall_s']:.0f} s; "
+            f"model {summary['final_model']}; run summary {run_json}"
+        )
 
 
 def _fail(err: Exception) -> NoReturn:
@@ -81,5 +90,9 @@ def _fail(err: Exception) -> NoReturn:
 
 
 def register(app: typer.Typer) -> None:
-    """Add `pairrl train` to the root CLI (entry point `pairrl.commands: train`)."""
+    """Add `pairrl train` and `pairrl export` (a run's model as one plain HF folder) to the
+    root CLI (entry point `pairrl.commands: train`)."""
+    from pairrl.train.export import export_cmd
+
     app.command("train")(train_cmd)
+    app.command("export")(export_cmd)

@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 
 from pairrl.config import PairrlModel
 from pairrl.rollout.recipe import RecipeConfig
+from pairrl.train.lora import LoraConfig
 
 __all__ = [
     "AdvantageConfig",
@@ -25,6 +26,7 @@ __all__ = [
     "EngineConfig",
     "ExecutorConfig",
     "LoggingConfig",
+    "LoraConfig",
     "LossConfig",
     "ModelConfig",
     "OptimConfig",
@@ -73,6 +75,9 @@ class ModelConfig(PairrlModel):
     chat_template_kwargs: dict[str, bool | str | int] = Field(
         default_factory=dict,
         description="extra arguments for the chat template (e.g. enable_thinking: false)",
+    )
+    lora: LoraConfig | None = Field(
+        default=None, description="train LoRA adapters only (pairrl.train.lora); null: all weights"
     )
 
 
@@ -222,6 +227,9 @@ class EngineConfig(PairrlModel):
         default=0.3, gt=0.0, le=1.0, description="vLLM colocate: share of GPU memory"
     )
     tensor_parallel_size: int = Field(default=1, ge=1, le=64, description="vLLM colocate TP")
+    max_model_len: int | None = Field(
+        default=None, ge=256, description="vLLM colocate: context window; null: the model's own"
+    )
     enable_sleep_mode: bool = Field(
         default=False, description="vLLM colocate: offload weights between generations"
     )

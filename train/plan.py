@@ -16,6 +16,7 @@ from typing import Any
 
 from pairrl.config import ConfigError
 from pairrl.train.config import TrainConfig
+from pairrl.train.lora import describe_lora
 
 __all__ = ["RunPlan", "grpo_config_kwargs", "resolve_plan", "run_dir", "world_size_from_env"]
 
@@ -47,6 +48,7 @@ class RunPlan:
     lambda_ver: float
     judgement_baseline: str
     output_dir: str
+    trainable: str = "all weights"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict for printing and JSON."""
@@ -128,6 +130,7 @@ def resolve_plan(
         lambda_ver=cfg.advantage.lambda_ver,
         judgement_baseline=cfg.advantage.judgement_baseline,
         output_dir=str(run_dir(cfg, out)),
+        trainable=describe_lora(cfg.model.lora),
     )
 
 
@@ -189,6 +192,8 @@ def grpo_config_kwargs(cfg: TrainConfig, plan: RunPlan) -> dict[str, Any]:
         "disable_tqdm": True,
         "use_vllm": cfg.engine.kind != "hf",
         "dataloader_num_workers": 0,
+        # pinned host memory only helps a copy to an accelerator (and warns without one)
+        "dataloader_pin_memory": "cuda" in plan.device,
     }
     kwargs.update(_engine_kwargs(cfg, plan))
     return kwargs
@@ -208,6 +213,7 @@ def _engine_kwargs(cfg: TrainConfig, plan: RunPlan) -> dict[str, Any]:
             vllm_gpu_memory_utilization=engine.gpu_memory_utilization,
             vllm_tensor_parallel_size=engine.tensor_parallel_size,
             vllm_enable_sleep_mode=engine.enable_sleep_mode,
+            vllm_max_model_length=engine.max_model_len,
             vllm_importance_sampling_correction=engine.importance_sampling_correction,
         )
     elif engine.kind == "vllm_server":

@@ -87,6 +87,7 @@ def prepare_policy(
                 lr=cfg.warm_start.lr,
                 batch_size=cfg.warm_start.batch_size,
                 seed=cfg.seed,
+                gradient_checkpointing=cfg.model.gradient_checkpointing,
                 show_progress=cfg.logging.console == "progress",
             )
     return Policy(str(warm_dir), warm_dir, report)

@@ -1,7 +1,7 @@
 """What a training run shows while it runs: one progress bar per stage, the step dicts in a log.
 
 ``StepProgress`` is a ``transformers`` callback: a progress bar with the ETA and the few
-numbers a user watches (pass rate, verification reward, loss), while every log dict TRL
+numbers a user watches (pass rate, judge balanced accuracy, verification reward), while every log dict TRL
 emits goes, one JSON line each, to ``RUN/train_log.jsonl`` (``tail -f`` it on a cluster)
 instead of the console. ``logging.console: dicts`` keeps TRL's own per-step printing.
 Only the main process draws or writes.
@@ -17,12 +17,12 @@ from transformers import TrainerCallback
 
 __all__ = ["WATCHED", "StepProgress", "quiet_console"]
 
-# Shown on the bar when present in a log (short names: the bar is one line).
+# Shown on the bar when present in a log (short names and two decimals: the bar must fit
+# one 80-column line, a batch log's width).
 WATCHED = {
     "pairrl/solution_pass_rate": "pass",
-    "judge/balanced_accuracy": "judge BA",
+    "judge/balanced_accuracy": "BA",
     "pairrl/verification_reward": "ver",
-    "loss": "loss",
 }
 
 
@@ -55,7 +55,7 @@ class StepProgress(TrainerCallback):
 
         self._progress = Progress(
             TextColumn("{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=12),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("eta"),
@@ -81,7 +81,7 @@ class StepProgress(TrainerCallback):
                 handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
         for key, short in WATCHED.items():
             if isinstance(logs.get(key), int | float):
-                self._shown[short] = f"{short} {float(logs[key]):.3f}"
+                self._shown[short] = f"{short} {float(logs[key]):.2f}"
         if self._progress is not None:
             self._progress.update(self._task, shown="  ".join(self._shown.values()))
 

@@ -152,23 +152,13 @@ def _labeller(cfg: TrainConfig, tasks: list[Task]) -> Any:
     return TaskLabeller(make_executor, eager=any(not is_answer_task(t) for t in tasks))
 
 
-def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -> _Training:
-    """The rollout (with its executor) and the trainer built around it."""
+def _text_codec(
+    cfg: TrainConfig, path: str
+) -> tuple[Any, Callable[[list[dict[str, str]]], list[int]], Callable[[list[int]], str]]:
+    """The policy's tokenizer (left padding) and the rollout's chat-template encode/decode."""
     from transformers import AutoTokenizer
 
-    from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
-    from pairrl.train.data import build_dataset
-    from pairrl.train.generation import TRLGenerator
-    from pairrl.train.rollout_func import PairRLRollout
-    from pairrl.train.trainer import (
-        PairRLTrainer,
-        StepTimer,
-        pair_verification,
-        solution_correctness,
-    )
-
-    dataset, tasks_by_prompt, duplicates = build_dataset(source.tasks, source.prompts.generation)
-    tokenizer = AutoTokenizer.from_pretrained(policy.path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
     template_kwargs = dict(cfg.model.chat_template_kwargs)
 
@@ -181,6 +171,25 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
     def decode(ids: list[int]) -> str:
         return tokenizer.decode(ids, skip_special_tokens=True)
 
+    return tokenizer, tokenize, decode
+
+
+def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -> _Training:
+    """The rollout (with its executor) and the trainer built around it."""
+    from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
+    from pairrl.train.data import build_dataset
+    from pairrl.train.generation import TRLGenerator
+    from pairrl.train.lora import check_targets, peft_config
+    from pairrl.train.rollout_func import PairRLRollout
+    from pairrl.train.trainer import (
+        PairRLTrainer,
+        StepTimer,
+        pair_verification,
+        solution_correctness,
+    )
+
+    dataset, tasks_by_prompt, duplicates = build_dataset(source.tasks, source.prompts.generation)
+    tokenizer, tokenize, decode = _text_codec(cfg, policy.path)
     executor = _labeller(cfg, source.tasks)
     rollout = PairRLRollout(
         cfg,
@@ -195,6 +204,8 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
     timer = StepTimer()
     # Slurm pre-emption and time limits send SIGTERM: checkpoint after the step, then stop.
     on_signal = CheckpointOnSignal()
+    # model.lora: TRL wraps the policy in PEFT; checkpoints then hold the adapter only.
+    check_targets(policy.path, cfg.model.lora)
     trainer = PairRLTrainer(
         model=policy.path,
         reward_funcs=[solution_correctness, pair_verification],
@@ -202,6 +213,7 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
         train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[timer, on_signal],
+        peft_config=peft_config(cfg.model.lora),
         pairrl_rollout=rollout,
         pairrl_cfg=cfg,
     )

@@ -14,6 +14,10 @@ prompts, so without it every solution row pays the judgement width. Everything e
 (loss, clipping, optimiser, checkpoints, vLLM weight sync, logging) is TRL's and
 transformers' own.
 
+With vLLM colocated on vLLM's CPU build, the engine's settings and the weight sync differ
+from TRL's (``pairrl.train.vllm_cpu``); the trainer applies them around its construction,
+and only there.
+
 The reward functions only report the rewards the rollout computed (they need the pair
 labels, which only the rollout has); TRL logs them per function as
 ``rewards/solution_correctness/mean`` and ``rewards/pair_verification/mean``.
@@ -168,7 +172,13 @@ class PairRLTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout``."""
 
     def __init__(self, *args: Any, pairrl_rollout: Any, pairrl_cfg: Any, **kwargs: Any) -> None:
-        super().__init__(*args, rollout_func=pairrl_rollout, **kwargs)
+        from pairrl.train.vllm_cpu import cpu_colocate, patch_weight_sync
+
+        grpo_args = kwargs.get("args", args[2] if len(args) > 2 else None)
+        with cpu_colocate(grpo_args, dtype=pairrl_cfg.model.dtype) as on_cpu:
+            super().__init__(*args, rollout_func=pairrl_rollout, **kwargs)
+        if on_cpu:
+            patch_weight_sync(self)
         self.pairrl_rollout = pairrl_rollout
         self.pairrl_cfg = pairrl_cfg
 
@@ -216,6 +226,10 @@ class PairRLTrainer(GRPOTrainer):
         metrics["pairrl/judge_fillers"].append(float(self.pairrl_rollout.fillers))
         for phase, seconds in self.pairrl_rollout.timings.items():
             metrics[f"time/{phase}_s"].append(seconds)
+        check = getattr(getattr(self, "vllm_generation", None), "sync_check", None)
+        if check is not None:  # vLLM colocate on CPU (pairrl.train.vllm_cpu)
+            metrics["vllm/sync_max_abs_logprob_diff"].append(check["max_abs_diff"])
+            metrics["vllm/sync_probe_mean_logprob"].append(check["mean_logprob"])
 
     def _get_per_token_logps_and_entropies(
         self,

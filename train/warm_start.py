@@ -25,11 +25,13 @@ def warm_start(
     lr: float,
     batch_size: int,
     seed: int = 0,
+    gradient_checkpointing: bool = False,
     show_progress: bool = False,
 ) -> dict[str, Any]:
     """Train ``steps`` SFT steps and save model + tokenizer to ``out_dir``.
 
-    With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
+    ``gradient_checkpointing`` follows the model config (TRL's own default is on, which
+    costs a recompute per step that a small model does not need). With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
     ``warm_start_log.jsonl`` instead of the console. Returns ``{"steps", "first_loss",
     "last_loss", "wall_s", "out_dir"}``.
     """
@@ -43,7 +45,10 @@ def warm_start(
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
     dataset = Dataset.from_list([{"messages": conv} for conv in conversations])
-    args = SFTConfig(**_sft_args(out_dir, steps=steps, lr=lr, batch_size=batch_size, seed=seed))
+    args = SFTConfig(
+        **_sft_args(out_dir, steps=steps, lr=lr, batch_size=batch_size, seed=seed),
+        gradient_checkpointing=gradient_checkpointing,
+    )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
     if show_progress:
         from pairrl.train.progress import StepProgress, quiet_console
@@ -70,6 +75,8 @@ def _sft_args(
     out_dir: str | Path, *, steps: int, lr: float, batch_size: int, seed: int
 ) -> dict[str, Any]:
     """SFTConfig's arguments: assistant-only loss, cosine schedule, no checkpoints."""
+    import torch
+
     return dict(
         output_dir=str(Path(out_dir) / "sft_trainer"),
         max_steps=steps,
@@ -90,6 +97,7 @@ def _sft_args(
         data_seed=seed,
         disable_tqdm=True,
         dataloader_num_workers=0,
+        dataloader_pin_memory=torch.cuda.is_available(),  # pinning warns without a GPU
         # fp32 and no `use_cpu`: the GRPO trainer that follows in the same process builds
         # its Accelerator with these settings, and accelerate refuses to change them.
         bf16=False,

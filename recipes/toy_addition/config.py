@@ -9,7 +9,7 @@ batch size are its ``warm_start`` fields.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -44,11 +44,30 @@ class ToyAdditionOptions(PairrlModel):
         description="how often the warm-start judge teacher drops the borrow in its worked "
         "differences: the judge's imperfection (trained by the verification reward only)",
     )
+    teacher_units_only_check: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="how often the warm-start judge teacher compares only the units digit "
+        "of its difference with b: a lenient judge that accepts a dropped-carry sum "
+        "(trained by the verification reward only)",
+    )
+    judge_pairs: Literal["paper", "mixed_only"] = Field(
+        default="paper",
+        description="training pairs for judgements: the paper's (correct-incorrect and "
+        "correct-correct) or correct-incorrect only (pairrl.rollout.pairs)",
+    )
     eval_k: int = Field(default=8, ge=2, le=64, description="candidates per held-out problem")
     eval_problems: int | None = Field(
         default=None, ge=1, description="evaluate only the first N held-out problems (tests)"
     )
     eval_batch_size: int = Field(default=256, ge=1, description="sequences per generate call")
+    eval_engine: Literal["hf", "vllm"] = Field(
+        default="hf",
+        description="engine of the held-out evaluation's generator and judge: hf "
+        "(transformers) or vllm (in-process; on this toy its start-up costs what its "
+        "faster decoding saves, benchmarks/eval_engines.py)",
+    )
     swiss_budget_per_candidate: int = Field(
         default=2, ge=1, le=3, description="Swiss budget B = this x k (paper: 2)"
     )

@@ -70,19 +70,23 @@ def warm_start_conversations(
     seed: int = 0,
     dropped_carry_rate: float = 0.0,
     dropped_borrow_rate: float = 0.0,
+    units_only_check_rate: float = 0.0,
 ) -> list[list[dict[str, str]]]:
     """``num_examples`` chat conversations (prompt + assistant target) in the MIX shares.
 
     ``dropped_carry_rate``: how often the solver teacher's worked sum drops the units
     carry. ``dropped_borrow_rate``: how often the judge teacher's worked differences drop
     the borrow (in every line of that judgement that has one); the judge then rates
-    against its wrong differences. The two errors are drawn independently.
+    against its wrong differences. ``units_only_check_rate``: how often the judge teacher
+    compares only the units digit of its differences with b (then accepting any candidate
+    that ends like the sum). The errors are drawn independently.
     """
     if not problems:
         raise ValueError("warm_start_conversations needs at least one problem")
     for name, rate in (
         ("dropped_carry_rate", dropped_carry_rate),
         ("dropped_borrow_rate", dropped_borrow_rate),
+        ("units_only_check_rate", units_only_check_rate),
     ):
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {rate}")
@@ -95,6 +99,7 @@ def warm_start_conversations(
         roll = rng.random()
         drop_carry = teacher_drops_carry(problem, dropped_carry_rate, rng)
         drop_borrow = rng.random() < dropped_borrow_rate
+        units_only = rng.random() < units_only_check_rate
         if roll < MIX[0]:
             messages = generation_messages(task)
             target = solution_completion(problem, drop_carry)
@@ -108,11 +113,11 @@ def warm_start_conversations(
             rng.shuffle(correct)
             values = [_candidate(problem, c, rng) for c in correct]
             messages = pairwise_messages(task, solution_text(values[0]), solution_text(values[1]))
-            target = pairwise_judgement_text(problem, values, drop_borrow)
+            target = pairwise_judgement_text(problem, values, drop_borrow, units_only)
         else:
             correct_one = rng.random() < 0.5
             value = _candidate(problem, correct_one, rng)
             messages = pointwise_messages(task, solution_text(value))
-            target = pointwise_judgement_text(problem, value, drop_borrow)
+            target = pointwise_judgement_text(problem, value, drop_borrow, units_only)
         out.append([*messages, {"role": "assistant", "content": target}])
     return out

@@ -96,6 +96,7 @@ def eval_config(
                 "seed": cfg.seed,
             },
             "batch_size": options.eval_batch_size,
+            "engine": options.eval_engine,
         }
         selectors = ["random", "agreement", swiss, "oracle"]
     else:
@@ -115,6 +116,7 @@ def eval_config(
                 "max_tokens": judge.max_tokens,
                 "seed": cfg.seed + 1,
                 "batch_size": options.eval_batch_size,
+                "engine": options.eval_engine,
                 "controls": False,
                 "fixed_pairs": pool is not None,
             },

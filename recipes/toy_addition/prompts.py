@@ -30,6 +30,7 @@ Why this format and the teachers' errors: docs/experiments.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from pairrl.recipes.toy_addition.tasks import AdditionProblem, dropped_carry_sum, solution_text
 from pairrl.rewards.tasks import Task
@@ -161,14 +162,26 @@ def worked_difference(
 
 
 def check_line(
-    problem: AdditionProblem, candidate: int, drop_borrow: bool = False
+    problem: AdditionProblem,
+    candidate: int,
+    drop_borrow: bool = False,
+    units_only: bool = False,
 ) -> tuple[str, bool]:
     """The worked difference and its digit checks against b; whether they all match.
 
+    ``units_only`` checks the units digit alone: the lenient warm-start judge teacher's
+    habit, which then accepts any candidate whose difference ends like b (a dropped-carry
+    sum among them).
+
     >>> check_line(AdditionProblem(67, 48), 105)
     ('105-67: 15-7=8 10-1-6=3 38 43! 88=', False)
+    >>> check_line(AdditionProblem(67, 48), 105, units_only=True)
+    ('105-67: 15-7=8 10-1-6=3 38 88=', True)
     """
     text, diff = worked_difference(problem, candidate, drop_borrow)
+    if units_only:
+        own, found = str(problem.b)[-1], str(diff)[-1]
+        return f"{text} {own}{found}{'=' if own == found else '!'}", own == found
     return f"{text} {digit_checks(problem.b, str(diff))}", diff == problem.b
 
 
@@ -187,7 +200,10 @@ def solution_completion(problem: AdditionProblem, drop_carry: bool = False) -> s
 
 
 def pairwise_judgement_text(
-    problem: AdditionProblem, shown_values: Sequence[int], drop_borrow: bool = False
+    problem: AdditionProblem,
+    shown_values: Sequence[int],
+    drop_borrow: bool = False,
+    units_only: bool = False,
 ) -> str:
     """A judgement of two candidates returning ``shown_values``: each checked by its own
     worked difference and rated 9 (matches b) or 1, consistently with the judge's checks,
@@ -204,7 +220,9 @@ def pairwise_judgement_text(
     <rating_A>1</rating_A>
     <rating_B>9</rating_B>
     """
-    (line_a, ok_a), (line_b, ok_b) = (check_line(problem, v, drop_borrow) for v in shown_values)
+    (line_a, ok_a), (line_b, ok_b) = (
+        check_line(problem, v, drop_borrow, units_only) for v in shown_values
+    )
     think = f"A {line_a}\nB {line_b}"
     return (
         f"<think>{think}</think>\n<rating_A>{_rating(ok_a)}</rating_A>\n"
@@ -213,7 +231,10 @@ def pairwise_judgement_text(
 
 
 def pointwise_judgement_text(
-    problem: AdditionProblem, shown_value: int, drop_borrow: bool = False
+    problem: AdditionProblem,
+    shown_value: int,
+    drop_borrow: bool = False,
+    units_only: bool = False,
 ) -> str:
     """A pointwise judgement (for the PointRL ablation): the same check, one rating.
 
@@ -221,17 +242,18 @@ def pointwise_judgement_text(
     <think>105-67: 15-7=8 10-1-6=3 38 43! 88=</think>
     <rating>1</rating>
     """
-    line, ok = check_line(problem, shown_value, drop_borrow)
+    line, ok = check_line(problem, shown_value, drop_borrow, units_only)
     return f"<think>{line}</think>\n<rating>{_rating(ok)}</rating>"
 
 
-def prompt_kit() -> PromptKit:
-    """The toy prompt builders as the trainer's prompt kit (pairs: the paper's rules)."""
+def prompt_kit(mixed_only: bool = False) -> PromptKit:
+    """The toy prompt builders as the trainer's prompt kit (pairs: the paper's rules, or
+    correct-incorrect only with ``mixed_only``)."""
     return PromptKit(
         generation=generation_messages,
         pairwise=pairwise_messages,
         pointwise=pointwise_messages,
         pointwise_ab=pointwise_ab_messages,
         for_judge=solution_for_judge,
-        build_pairs=build_training_pairs,
+        build_pairs=partial(build_training_pairs, mixed_only=mixed_only),
     )

@@ -40,7 +40,7 @@ class ToyAdditionRecipe:
         """Compact toy prompts with the product's output formats."""
         from pairrl.recipes.toy_addition.prompts import prompt_kit
 
-        return prompt_kit()
+        return prompt_kit(mixed_only=options.judge_pairs == "mixed_only")
 
     def warm_start_conversations(
         self, options: ToyAdditionOptions, seed: int, tasks: Sequence[Task]
@@ -55,6 +55,7 @@ class ToyAdditionRecipe:
             seed=seed,
             dropped_carry_rate=options.teacher_dropped_carry,
             dropped_borrow_rate=options.teacher_dropped_borrow,
+            units_only_check_rate=options.teacher_units_only_check,
         )
 
     def after_training(

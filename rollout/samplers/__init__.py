@@ -15,6 +15,7 @@ from pairrl.rollout.samplers.base import (
     Sampler,
     SamplerError,
     SamplingParams,
+    TokenUsage,
     is_continuation,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "Sampler",
     "SamplerError",
     "SamplingParams",
+    "TokenUsage",
     "VLLMSampler",
     "is_continuation",
 ]

@@ -14,7 +14,11 @@ call that failed returns a :class:`SamplerError` in place of its dict.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -86,6 +90,15 @@ class SamplingParams:
 
 
 @dataclass(frozen=True)
+class TokenUsage:
+    """Tokens an engine reports having read and written for one completion (measured by the
+    engine or server, never estimated): the prompt's tokens and this completion's own."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
 class Completion:
     """One sampled continuation, or a failure (``error`` set, nothing else meaningful).
 
@@ -93,7 +106,8 @@ class Completion:
     per token, under the sampling distribution's model logits at temperature 1 on HF and as
     the server reports on HTTP). ``top_logprobs``, when requested, holds per position a map
     from token string to log-probability. ``finish_reason`` is ``"stop"`` (end of sequence
-    or a stop string) or ``"length"`` (hit ``max_tokens``).
+    or a stop string) or ``"length"`` (hit ``max_tokens``). ``usage`` is the engine's own
+    token count where it reports one (vLLM, and servers that return ``usage``), else None.
     """
 
     text: str
@@ -103,6 +117,7 @@ class Completion:
     matched_stop: str | None = None
     top_logprobs: list[dict[str, float]] | None = None
     error: SamplerError | None = None
+    usage: TokenUsage | None = None
 
     @property
     def ok(self) -> bool:
@@ -136,6 +151,48 @@ class Sampler(Protocol):
         the dict: the caller decides what absence means (see ``pairrl.rollout.judges``).
         """
         ...
+
+
+class UsageLog:
+    """The measured :class:`TokenUsage` of the latest request made for each prompt.
+
+    Samplers whose engine reports usage keep one, so that callers holding only a prompt
+    (a judge's cost accounting) can read what the engine counted for it: ``usage(prompt)``,
+    None where nothing was measured; ``requests``, ``prompt_tokens`` and
+    ``completion_tokens`` total every measured request. Bounded (oldest entries dropped)
+    and thread-safe.
+    """
+
+    def __init__(self, capacity: int = 16384) -> None:
+        self._entries: OrderedDict[str, TokenUsage] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    @staticmethod
+    def _key(prompt: Prompt) -> str:
+        return hashlib.sha1(json.dumps(prompt, sort_keys=True).encode()).hexdigest()
+
+    def record(self, prompt: Prompt, usage: TokenUsage | None) -> None:
+        """Remember ``usage`` for ``prompt`` (nothing when it is None)."""
+        if usage is None:
+            return
+        key = self._key(prompt)
+        with self._lock:
+            self.requests += 1
+            self.prompt_tokens += usage.prompt_tokens
+            self.completion_tokens += usage.completion_tokens
+            self._entries[key] = usage
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+
+    def usage(self, prompt: Prompt) -> TokenUsage | None:
+        """The latest measured usage for ``prompt``, or None."""
+        with self._lock:
+            return self._entries.get(self._key(prompt))
 
 
 def prompt_seed(seed: int, prompt_index: int) -> int:

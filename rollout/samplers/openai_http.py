@@ -4,23 +4,24 @@ No SDK: the OpenAI SDK retries silently, which multiplies a slow request and hid
 failures. Here timeouts are explicit (connect and read), retries are bounded, counted and
 only for failures that can pass (transport errors, timeouts, HTTP 408/429/5xx), and every
 failure comes back as a :class:`SamplerError` with its reason, never as a default value.
+A server that stops with requests in flight is noticed within seconds, not after the read
+timeout (a watchdog on its port; ``pairrl.rollout.samplers.http_transport``).
 
 Chat prompts go to ``/chat/completions``; raw text prompts to ``/completions``. A chat
 prompt ending in an assistant message is continued with vLLM's ``continue_final_message``
 extension (also understood by SGLang and ``pairrl.rollout.serve``). With ``vllm_extensions`` on
 (the default) the request also asks for ``return_token_ids`` so completions carry token
 ids; servers that ignore it give completions with empty ``token_ids``. Turn it off for
-servers that reject unknown fields (the OpenAI API itself).
+servers that reject unknown fields (the OpenAI API itself). The response's ``usage`` is
+passed on as each completion's :class:`TokenUsage` and kept per prompt
+(:meth:`OpenAISampler.measured_usage`); None where the server reports none.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
-
-import httpx
 
 from pairrl.rollout.samplers.base import (
     MAX_TOP_LOGPROBS,
@@ -28,13 +29,14 @@ from pairrl.rollout.samplers.base import (
     Prompt,
     SamplerError,
     SamplingParams,
+    TokenUsage,
+    UsageLog,
     is_continuation,
     logaddexp,
     prompt_seed,
     validate_prompts,
 )
-
-_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+from pairrl.rollout.samplers.http_transport import Batch, HttpTransport
 
 
 class MalformedResponse(ValueError):
@@ -45,7 +47,9 @@ class OpenAISampler:
     """A :class:`~rollout.samplers.base.Sampler` talking to an OpenAI-compatible server.
 
     ``base_url`` ends in ``/v1`` (e.g. ``http://localhost:8000/v1``). One request is made
-    per prompt (with ``n`` choices), up to ``max_concurrency`` at a time.
+    per prompt (with ``n`` choices), up to ``max_concurrency`` at a time. The watchdog
+    (``liveness_interval_s``, ``liveness_failures``) and ``deadline_s`` are described in
+    ``pairrl.rollout.samplers.http_transport``.
     """
 
     def __init__(
@@ -60,30 +64,29 @@ class OpenAISampler:
         retry_backoff_s: float = 1.0,
         max_concurrency: int = 32,
         vllm_extensions: bool = True,
+        liveness_interval_s: float | None = 2.0,
+        liveness_failures: int = 2,
+        deadline_s: float | None = None,
     ) -> None:
-        if connect_timeout <= 0 or read_timeout <= 0:
-            raise ValueError("connect_timeout and read_timeout must be > 0")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.max_retries = max_retries
-        self.retry_backoff_s = retry_backoff_s
-        self.max_concurrency = max_concurrency
-        self.vllm_extensions = vllm_extensions
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
-            transport=httpx.HTTPTransport(retries=0),  # our retries only
-            headers=headers,
-            limits=httpx.Limits(max_connections=max_concurrency),
+        self.transport = HttpTransport(
+            base_url,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_retries=max_retries,
+            retry_backoff_s=retry_backoff_s,
+            max_concurrency=max_concurrency,
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+            liveness_interval_s=liveness_interval_s,
+            liveness_failures=liveness_failures,
+            deadline_s=deadline_s,
         )
+        self.base_url = self.transport.base_url
+        self.model = model
+        self.vllm_extensions = vllm_extensions
+        self.usage_log = UsageLog()
 
     def close(self) -> None:
-        """Close the connection pool."""
-        self._client.close()
+        """Nothing to release: each call opens and closes its own connections."""
 
     def __enter__(self) -> OpenAISampler:
         return self
@@ -91,48 +94,13 @@ class OpenAISampler:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- transport -------------------------------------------------------------------------
+    def measured_usage(self, prompt: Prompt) -> TokenUsage | None:
+        """The server's ``usage`` for the latest request on ``prompt`` (None if none)."""
+        return self.usage_log.usage(prompt)
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any] | SamplerError:
         """POST with bounded retries; the parsed JSON body or the last failure's reason."""
-        url = f"{self.base_url}{path}"
-        attempts = self.max_retries + 1
-        error: SamplerError | None = None
-        for attempt in range(attempts):
-            if attempt:
-                time.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
-            try:
-                response = self._client.post(url, json=body)
-            except httpx.TimeoutException as exc:
-                error = SamplerError("timeout", f"{type(exc).__name__} on {url}: {exc}")
-                continue
-            except httpx.TransportError as exc:
-                error = SamplerError("transport", f"{type(exc).__name__} on {url}: {exc}")
-                continue
-            if response.status_code != 200:
-                error = SamplerError(
-                    "http_status", f"HTTP {response.status_code} from {url}: {response.text[:300]}"
-                )
-                if response.status_code in _RETRYABLE_STATUS:
-                    continue
-                return error
-            try:
-                data = response.json()
-            except ValueError:
-                return SamplerError(
-                    "malformed_response", f"non-JSON body from {url}: {response.text[:200]!r}"
-                )
-            if not isinstance(data, dict):
-                return SamplerError("malformed_response", f"JSON body from {url} is not an object")
-            return data
-        assert error is not None
-        return SamplerError(error.kind, f"{error.reason} (after {attempts} attempt(s))")
-
-    def _map(self, fn: Any, items: Sequence[Any]) -> list[Any]:
-        if len(items) <= 1:
-            return [fn(item) for item in items]
-        with ThreadPoolExecutor(min(self.max_concurrency, len(items))) as pool:
-            return list(pool.map(fn, items))
+        return self.transport.post_one(path, body)
 
     # ---- requests --------------------------------------------------------------------------
 
@@ -156,10 +124,12 @@ class OpenAISampler:
             (p, None if sampling.seed is None else prompt_seed(sampling.seed, i))
             for i, p in enumerate(prompts)
         ]
-        return self._map(lambda job: self._generate_one(job[0], n, sampling, job[1]), jobs)
+        return self.transport.map(
+            lambda b, job: self._generate_one(b, job[0], n, sampling, job[1]), jobs
+        )
 
-    def _generate_one(
-        self, prompt: Prompt, n: int, sampling: SamplingParams, seed: int | None
+    async def _generate_one(
+        self, batch: Batch, prompt: Prompt, n: int, sampling: SamplingParams, seed: int | None
     ) -> list[Completion]:
         path, body = self._body(prompt)
         body.update(
@@ -179,16 +149,21 @@ class OpenAISampler:
             body["top_logprobs"] = sampling.top_logprobs
         if self.vllm_extensions:
             body["return_token_ids"] = True
-        data = self.post(path, body)
+        data = await self.transport.post(batch, path, body)
         if isinstance(data, SamplerError):
             return [Completion.failed(data) for _ in range(n)]
         try:
             choices = _choices(data, n)
             parse = _chat_completion if path == "/chat/completions" else _text_completion
-            return [parse(choice, sampling.top_logprobs) for choice in choices]
+            usage = _usage(data)
+            completions = [
+                _with_usage(parse(choice, sampling.top_logprobs), usage, n) for choice in choices
+            ]
         except (MalformedResponse, KeyError, TypeError, ValueError) as exc:
             error = SamplerError("malformed_response", f"{path}: {type(exc).__name__}: {exc}")
             return [Completion.failed(error) for _ in range(n)]
+        self.usage_log.record(prompt, completions[0].usage)
+        return completions
 
     def next_token_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str]
@@ -196,9 +171,11 @@ class OpenAISampler:
         """Candidates among the server's top-20 next tokens (greedy one-token request)."""
         validate_prompts(prompts)
         wanted = set(candidates)
-        return self._map(lambda p: self._score_one(p, wanted), list(prompts))
+        return self.transport.map(lambda b, p: self._score_one(b, p, wanted), list(prompts))
 
-    def _score_one(self, prompt: Prompt, wanted: set[str]) -> dict[str, float] | SamplerError:
+    async def _score_one(
+        self, batch: Batch, prompt: Prompt, wanted: set[str]
+    ) -> dict[str, float] | SamplerError:
         path, body = self._body(prompt)
         body.update(n=1, temperature=0.0, max_tokens=1)
         if path == "/completions":
@@ -206,7 +183,7 @@ class OpenAISampler:
         else:
             body["logprobs"] = True
             body["top_logprobs"] = MAX_TOP_LOGPROBS
-        data = self.post(path, body)
+        data = await self.transport.post(batch, path, body)
         if isinstance(data, SamplerError):
             return data
         try:
@@ -217,8 +194,11 @@ class OpenAISampler:
                 tops = _chat_completion(choice, MAX_TOP_LOGPROBS).top_logprobs
             if not tops:
                 raise MalformedResponse("no top logprobs for the first token")
+            usage = _usage(data)
         except (MalformedResponse, KeyError, TypeError, ValueError) as exc:
             return SamplerError("malformed_response", f"{path}: {type(exc).__name__}: {exc}")
+        if usage is not None:  # a scoring call writes no text: its completion count is 0
+            self.usage_log.record(prompt, TokenUsage(usage[0], 0))
         return {token: logprob for token, logprob in tops[0].items() if token in wanted}
 
 
@@ -231,6 +211,31 @@ def _choices(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
         got = len(choices) if isinstance(choices, list) else type(choices).__name__
         raise MalformedResponse(f"expected {n} choices, got {got}")
     return sorted(choices, key=lambda c: int(c["index"]))
+
+
+def _usage(data: dict[str, Any]) -> tuple[int, int] | None:
+    """(prompt_tokens, completion_tokens summed over the choices) from ``usage``, if given."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None  # not measured: the counts stay unknown rather than made up
+    return prompt, completion
+
+
+def _with_usage(completion: Completion, usage: tuple[int, int] | None, n: int) -> Completion:
+    """The completion with its measured usage: the server's count when it is the only
+    choice, else its own token ids (or log-probability entries), one per generated token."""
+    if usage is None:
+        return completion
+    if n == 1:
+        own: int | None = usage[1]
+    else:
+        own = len(completion.token_ids or completion.logprobs) or None
+    if own is None:
+        return completion
+    return replace(completion, usage=TokenUsage(usage[0], own))
 
 
 def _finish(choice: dict[str, Any]) -> tuple[str, str | None]:

@@ -1,0 +1,233 @@
+"""The HTTP transport under :class:`~pairrl.rollout.samplers.openai_http.OpenAISampler`.
+
+Requests of one sampler call go out concurrently on an httpx ``AsyncClient`` (up to
+``max_concurrency`` at a time), each with explicit connect and read timeouts and bounded
+retries only for failures that can pass (transport errors, timeouts, HTTP 408/429/5xx, a
+response vLLM aborted). Every failure is a :class:`SamplerError` with its reason.
+
+A server that stops while requests are in flight must not hold them for the whole read
+timeout (a SIGTERM'd vLLM server closes its port at once but may never answer the
+requests it holds). While requests are in flight a watchdog connects to the server's
+port every ``liveness_interval_s``; after ``liveness_failures`` refused (or timed-out)
+connects in a row, every in-flight attempt is abandoned as a ``transport`` failure naming
+the probe's error, and counts as one attempt of its bounded retries. A stopped server
+therefore surfaces within about ``liveness_interval_s * liveness_failures`` plus the
+retries' backoff (about 5 s with the defaults), with a warning logged. ``deadline_s``,
+when set, bounds each request's total time over all its attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from pairrl.rollout.samplers.base import SamplerError
+
+__all__ = ["Batch", "HttpTransport"]
+
+_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Batch:
+    """One call's requests: the client, the concurrency limit and the server's state."""
+
+    client: httpx.AsyncClient
+    slots: asyncio.Semaphore
+    down: asyncio.Event = field(default_factory=asyncio.Event)
+    down_reason: str = ""
+
+
+class HttpTransport:
+    """POSTs JSON to ``base_url`` with the limits above; see the module docstring."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+        max_retries: int,
+        retry_backoff_s: float,
+        max_concurrency: int,
+        headers: dict[str, str],
+        liveness_interval_s: float | None,
+        liveness_failures: int,
+        deadline_s: float | None,
+    ) -> None:
+        if connect_timeout <= 0 or read_timeout <= 0:
+            raise ValueError("connect_timeout and read_timeout must be > 0")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if liveness_interval_s is not None and liveness_interval_s <= 0:
+            raise ValueError("liveness_interval_s must be > 0 (or None: no watchdog)")
+        if liveness_failures < 1:
+            raise ValueError(f"liveness_failures must be >= 1, got {liveness_failures}")
+        if deadline_s is not None and deadline_s <= 0:
+            raise ValueError("deadline_s must be > 0 (or None)")
+        self.base_url = base_url.rstrip("/")
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.max_retries = max_retries
+        self.retry_backoff_s = retry_backoff_s
+        self.max_concurrency = max_concurrency
+        self.headers = headers
+        self.liveness_interval_s = liveness_interval_s
+        self.liveness_failures = liveness_failures
+        self.deadline_s = deadline_s
+        parts = urlsplit(self.base_url)
+        default_port = 443 if parts.scheme == "https" else 80
+        self._address = (parts.hostname or "127.0.0.1", parts.port or default_port)
+
+    def post_one(self, path: str, body: dict[str, Any]) -> dict[str, Any] | SamplerError:
+        """POST with bounded retries; the parsed JSON body or the last failure's reason."""
+        return self.map(lambda batch, item: self.post(batch, *item), [(path, body)])[0]
+
+    def map(self, fn: Callable[[Batch, Any], Awaitable[Any]], items: Sequence[Any]) -> list:
+        """``fn(batch, item)`` for every item, concurrently, under one watchdog."""
+        if not items:
+            return []
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._gather(fn, items))
+        # Called from inside an event loop (a notebook): run the batch on a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, self._gather(fn, items)).result()
+
+    async def _gather(self, fn: Callable[[Batch, Any], Awaitable[Any]], items: Sequence[Any]):
+        timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
+        async with httpx.AsyncClient(
+            timeout=timeout,
+            transport=httpx.AsyncHTTPTransport(retries=0),  # our retries only
+            headers=self.headers,
+            limits=httpx.Limits(max_connections=self.max_concurrency),
+        ) as client:
+            batch = Batch(client, asyncio.Semaphore(self.max_concurrency))
+            watchdog = asyncio.create_task(self._watch(batch)) if self.liveness_interval_s else None
+            try:
+                return await asyncio.gather(*(fn(batch, item) for item in items))
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+                    await asyncio.gather(watchdog, return_exceptions=True)
+
+    async def _watch(self, batch: Batch) -> None:
+        """Probe the server's port; set ``batch.down`` after consecutive failed connects."""
+        assert self.liveness_interval_s is not None
+        misses = 0
+        host, port = self._address
+        while True:
+            await asyncio.sleep(self.liveness_interval_s)
+            try:
+                _, writer = await asyncio.wait_for(
+                    asyncio.open_connection(host, port), self.connect_timeout
+                )
+                writer.close()
+                misses = 0
+                batch.down.clear()
+                continue
+            except (TimeoutError, OSError) as exc:
+                misses += 1
+                reason = f"{type(exc).__name__}: {exc}".rstrip(": ")
+            if misses >= self.liveness_failures and not batch.down.is_set():
+                batch.down_reason = (
+                    f"server at {host}:{port} stopped accepting connections "
+                    f"({misses} probes {self.liveness_interval_s:g} s apart failed, last: "
+                    f"{reason})"
+                )
+                logger.warning("%s: abandoning the requests in flight", batch.down_reason)
+                batch.down.set()
+
+    async def post(self, batch: Batch, path: str, body: dict[str, Any]):
+        if self.deadline_s is None:
+            return await self._attempts(batch, path, body)
+        try:
+            return await asyncio.wait_for(self._attempts(batch, path, body), self.deadline_s)
+        except TimeoutError:
+            return SamplerError(
+                "timeout",
+                f"no answer from {self.base_url}{path} within deadline_s={self.deadline_s:g}",
+            )
+
+    async def _attempts(
+        self, batch: Batch, path: str, body: dict[str, Any]
+    ) -> dict[str, Any] | SamplerError:
+        url = f"{self.base_url}{path}"
+        attempts = self.max_retries + 1
+        error: SamplerError | None = None
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
+            async with batch.slots:
+                response, error = await self._one_attempt(batch, url, body)
+            if response is None:
+                continue
+            if response.status_code != 200:
+                error = SamplerError(
+                    "http_status", f"HTTP {response.status_code} from {url}: {response.text[:300]}"
+                )
+                if response.status_code in _RETRYABLE_STATUS:
+                    continue
+                return error
+            try:
+                data = response.json()
+            except ValueError:
+                return SamplerError(
+                    "malformed_response", f"non-JSON body from {url}: {response.text[:200]!r}"
+                )
+            if not isinstance(data, dict):
+                return SamplerError("malformed_response", f"JSON body from {url} is not an object")
+            if _aborted(data):
+                # vLLM answers the requests it holds with finish_reason "abort" when it shuts
+                # down (SIGTERM) or its engine dies: the server's failure, worth a retry.
+                error = SamplerError(
+                    "transport", f"{url}: the server aborted the request (finish_reason 'abort')"
+                )
+                continue
+            return data
+        assert error is not None
+        return SamplerError(error.kind, f"{error.reason} (after {attempts} attempt(s))")
+
+    async def _one_attempt(
+        self, batch: Batch, url: str, body: dict[str, Any]
+    ) -> tuple[httpx.Response | None, SamplerError | None]:
+        """One POST, abandoned when the watchdog finds the server gone."""
+        started = time.monotonic()
+        request = asyncio.create_task(batch.client.post(url, json=body))
+        stopped = asyncio.create_task(batch.down.wait())
+        try:
+            await asyncio.wait({request, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if not request.done():
+            request.cancel()
+            await asyncio.gather(request, return_exceptions=True)
+            waited = time.monotonic() - started
+            return None, SamplerError(
+                "transport", f"{batch.down_reason}; abandoned {url} after {waited:.1f} s"
+            )
+        try:
+            return request.result(), None
+        except httpx.TimeoutException as exc:
+            return None, SamplerError("timeout", f"{type(exc).__name__} on {url}: {exc}")
+        except httpx.TransportError as exc:
+            return None, SamplerError("transport", f"{type(exc).__name__} on {url}: {exc}")
+
+
+def _aborted(data: dict[str, Any]) -> bool:
+    choices = data.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(c, dict) and c.get("finish_reason") == "abort" for c in choices
+    )

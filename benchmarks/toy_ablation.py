@@ -26,15 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from pairrl.recipes.toy_addition.report import ROWS
+
 MODELS = ("warm_start", "pointrl", "grpo@4", "grpo", "pairrl")
 BASELINES = "recipe.options.baselines=[pointrl,grpo@4,grpo]"
+# the main job's own table rows, and random pick on the shared pool (the floor Swiss must beat)
 METRICS = (
-    ("solution pass rate", lambda m: m["solution_pass_rate"]),
-    ("judge balanced accuracy", lambda m: m["judge_balanced_accuracy"]),
-    ("best-of-8 random", lambda m: m["best_of_k"]["random"]),
-    ("best-of-8 majority", lambda m: m["best_of_k"]["majority"]),
-    ("best-of-8 Swiss (own judge)", lambda m: m["best_of_k"]["swiss"]),
-    ("Swiss on the shared pool", lambda m: m["shared_pool"]["swiss"]),
+    *ROWS,
     ("random on the shared pool", lambda m: m["shared_pool"]["random"]),
 )
 LABELS = {"warm_start": "warm start", "pointrl": "PointRL", "grpo@4": "GRPO-4"}
@@ -54,7 +52,9 @@ def run_seed(exe: str, config: str, out: Path, seed: int, overrides: list[str]) 
     if (run_dir / "summary.json").is_file():
         print(f"reusing {run_dir}/summary.json", flush=True)
         return json.loads((run_dir / "summary.json").read_text())
-    cmd = [exe, "train", config, "--out", str(run_dir), f"--set=seed={seed}", f"--set={BASELINES}"]
+    model = out / f"model-seed{seed}"  # each seed's own initial model (built from its seed)
+    cmd = [exe, "train", config, "--out", str(run_dir), f"--set=seed={seed}", f"--set={BASELINES}",
+           f"--set=model.path={model}"]  # fmt: skip
     cmd += [f"--set={o}" for o in overrides]
     print("$", " ".join(cmd), flush=True)
     log = out / f"seed{seed}.log"
@@ -72,7 +72,7 @@ def aggregate(summaries: dict[int, dict]) -> dict[str, dict[str, dict[str, Any]]
     """Per model and metric: every seed's value, the mean and the sample spread (points).
 
     >>> m = {"solution_pass_rate": 0.5, "judge_balanced_accuracy": 0.6,
-    ...      "best_of_k": {"random": 0.5, "majority": 0.5, "swiss": 0.7},
+    ...      "best_of_k": {"random": 0.5, "majority": 0.5, "swiss": 0.7, "oracle": 1.0},
     ...      "shared_pool": {"swiss": 0.7, "random": 0.5}}
     >>> n = {**m, "solution_pass_rate": 0.7}
     >>> a = aggregate({0: {"models": {"pairrl": m}}, 1: {"models": {"pairrl": n}}})

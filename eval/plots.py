@@ -94,7 +94,7 @@ def plot_cost(summary: dict[str, Any], path: Path, title: str) -> Path | None:
     ax.set_ylabel("selected accuracy (%)")
     ax.set_ylim(0, 105)
     ax.set_title(f"{textwrap.fill(title, 70)}\nintegrity gate: {summary['verdict']}", fontsize=9)
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=3, fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

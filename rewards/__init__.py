@@ -19,6 +19,7 @@ from pairrl.rewards.executor import Executor
 from pairrl.rewards.plain_data import OpaqueValue
 from pairrl.rewards.ratings import (
     RatingFailure,
+    class_balance_weights,
     normalise_rating,
     parse_pair_ratings,
     parse_rating,
@@ -51,6 +52,7 @@ __all__ = [
     "TaskLabeller",
     "answer_clusters",
     "candidate_job",
+    "class_balance_weights",
     "correctness_reward",
     "extract_code",
     "is_answer_task",

@@ -115,11 +115,14 @@ def verification_reward(
     labels: Sequence[bool | int],
     threshold: float = 0.2,
     normalisation: str = "minus_one_over_nine",
+    class_weights: tuple[float, float] | None = None,
 ) -> float:
     """Mean over items of ``1(|v-y| <= threshold) * (1 - |v-y|)`` with ``v`` the normalised rating.
 
     Two items (A, B) give the paper's pair reward; one item gives the pointwise reward.
     A :class:`RatingFailure` (unparseable judgement) earns 0; callers count it separately.
+    ``class_weights`` = (weight of an incorrect item, weight of a correct one) multiplies
+    each item's term (see :func:`class_balance_weights`); None is the paper's reward.
     """
     if isinstance(ratings, RatingFailure):
         return 0.0
@@ -135,5 +138,24 @@ def verification_reward(
             raise ValueError(f"label must be 0/1 or bool, got {label!r}")
         gap = abs(normalise_rating(rating, normalisation) - float(label))
         if gap <= threshold + _THRESHOLD_EPS:
-            total += 1.0 - gap
+            total += (1.0 - gap) * (class_weights[int(label)] if class_weights else 1.0)
     return total / len(ratings)
+
+
+def class_balance_weights(labels: Sequence[bool | int]) -> tuple[float, float]:
+    """(incorrect, correct) item weights ``n / (2 n_class)`` over a batch's judged items.
+
+    Each class then carries half of the batch's verification reward, whatever its share
+    of the items: a judge that accepts everything earns what one that rejects everything
+    does, so only telling the two apart pays (the balanced accuracy the benchmark
+    reports). Both weights are 1 when a class is absent (nothing to balance).
+
+    >>> class_balance_weights([True, True, True, False])  # 4 items, 1 incorrect
+    (2.0, 0.6666666666666666)
+    >>> class_balance_weights([True, True])
+    (1.0, 1.0)
+    """
+    n, correct = len(labels), sum(bool(x) for x in labels)
+    if correct in (0, n):
+        return (1.0, 1.0)
+    return (n / (2 * (n - correct)), n / (2 * correct))

@@ -30,3 +30,22 @@ def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"{module} has '>>> ' but no example ran"
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {module}"
+
+
+def _benchmark_scripts_with_examples() -> list[str]:
+    return [p.name for p in sorted((REPO / "benchmarks").glob("*.py")) if ">>> " in p.read_text()]
+
+
+@pytest.mark.parametrize("script", _benchmark_scripts_with_examples())
+def test_benchmark_docstring_examples(script: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # their sibling imports
+    spec = importlib.util.spec_from_file_location(
+        f"benchmark_{script[:-3]}", REPO / "benchmarks" / script
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0, f"{script} has '>>> ' but no example ran"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {script}"

@@ -91,7 +91,9 @@ def _label(jobs: list[Any]) -> list[ExecResult]:
     return results
 
 
-def _rollout(mode: str, g_gen: int, g_ver: int) -> tuple[PairRLRollout, FakeTokens, list[Any]]:
+def _rollout(
+    mode: str, g_gen: int, g_ver: int, reward: dict[str, Any] | None = None
+) -> tuple[PairRLRollout, FakeTokens, list[Any]]:
     cfg = parse_config(
         {
             "kind": "train",
@@ -102,6 +104,7 @@ def _rollout(mode: str, g_gen: int, g_ver: int) -> tuple[PairRLRollout, FakeToke
                 "group_size": g_gen + g_ver,
                 "num_solutions": g_gen,
             },
+            "reward": reward or {},
         },
         TrainConfig,
     )
@@ -150,6 +153,26 @@ def test_pairrl_rows_in_trl_order() -> None:
         assert out["pairrl_reward"][i] is None
     assert all(m == [1, 1] for m in out["env_mask"][:12])
     assert [r.group for r in rollout.records] == [0] * 8 + [1] * 8
+
+
+def test_class_balanced_verification_reward() -> None:
+    """reward.class_balance: with n judged items, n_c of them correct, an item counts
+    n / (2 n_c) if correct and n / (2 (n - n_c)) if not. Every judgement rates A=10, B=1,
+    so a correct A and an incorrect B each score 1 before weighting, a correct B 0:
+    (pass, fail) -> (w_c + w_i) / 2, (pass, pass) -> w_c / 2, (fail, pass) -> 0."""
+    rollout, _, prompts = _rollout("pairrl", 4, 4, reward={"class_balance": True})
+    rollout(prompts, trainer=None)
+    judged = [r for r in rollout.records if r.sample_type == "judgement"]
+    labels = [label for r in judged for label in r.labels]
+    n, n_c = len(labels), sum(labels)
+    assert 0 < n_c < n and 2 * n_c != n, "the scripted pairs hold unequal classes"
+    w_c, w_i = n / (2 * n_c), n / (2 * (n - n_c))
+    assert rollout.class_weights == pytest.approx((w_i, w_c))
+    expected = {(True, False): (w_c + w_i) / 2, (True, True): w_c / 2, (False, True): 0.0}
+    for record in judged:
+        assert record.reward == pytest.approx(expected[record.labels])
+    # Each class carries half of the weight: sum of weights over items = n / 2 per class.
+    assert n_c * w_c == pytest.approx(n / 2) and (n - n_c) * w_i == pytest.approx(n / 2)
 
 
 def test_pointrl_rates_single_solutions_in_every_group() -> None:

@@ -178,6 +178,13 @@ class RewardConfig(PairrlModel):
     normalisation: Literal["minus_one_over_nine", "over_ten"] = Field(
         default="minus_one_over_nine", description="rating r -> v: (r-1)/9 or r/10"
     )
+    class_balance: bool = Field(
+        default=False,
+        description="weight each judged solution by the inverse frequency of its label "
+        "among the step's judged solutions (pairrl.rewards.class_balance_weights), so that "
+        "accepting everything stops paying when most solutions are correct; off: the "
+        "paper's reward",
+    )
 
 
 class AdvantageConfig(PairrlModel):

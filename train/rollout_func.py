@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from pairrl.rewards import (
     RatingFailure,
     candidate_job,
+    class_balance_weights,
     parse_pair_ratings,
     parse_rating,
     verification_reward,
@@ -109,6 +110,7 @@ class PairRLRollout:
         self.timings: dict[str, float] = {}
         self.fillers = 0  # judgement prompts generated only to keep processes in step
         self.calls = 0
+        self.class_weights: tuple[float, float] | None = None  # reward.class_balance
 
     # -- TRL entry point ------------------------------------------------------------------
 
@@ -263,6 +265,7 @@ class PairRLRollout:
     ) -> dict[str, Any]:
         """TRL's columns, group by group in ``group_layout`` order; keeps the row records."""
         rows = _Rows()
+        self.class_weights = self._class_weights(groups) if self.cfg.reward.class_balance else None
         g_gen, g_ver = (
             self.cfg.rollout.solutions_per_problem,
             self.cfg.rollout.judgements_per_problem,
@@ -287,6 +290,12 @@ class PairRLRollout:
         self.records = rows.records
         has_logprobs = all(grp.solution_logprobs is not None for grp in groups)
         return rows.columns(has_logprobs)
+
+    @staticmethod
+    def _class_weights(groups: list[_Group]) -> tuple[float, float]:
+        """Label weights over every solution judged in this step (each time it is judged)."""
+        labels = [bool(grp.results[i].passed) for grp in groups for p in grp.judged for i in p]
+        return class_balance_weights(labels)
 
     def _solution_record(self, grp: _Group, ids: list[int], res: ExecResult) -> RowRecord:
         if res.status == "sandbox_error":  # infrastructure: no label, no reward, no gradient
@@ -322,6 +331,7 @@ class PairRLRollout:
             labels,
             threshold=self.cfg.reward.threshold,
             normalisation=self.cfg.reward.normalisation,
+            class_weights=self.class_weights,
         )
         return RowRecord(
             group=grp.index,

@@ -62,6 +62,14 @@ class ToyAdditionOptions(PairrlModel):
         default=None, ge=1, description="evaluate only the first N held-out problems (tests)"
     )
     eval_batch_size: int = Field(default=256, ge=1, description="sequences per generate call")
+    eval_temperature: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=2.0,
+        description="sampling temperature of the held-out candidates; default: the run's "
+        "solution temperature (sampling.solution.temperature), so that a run trained at "
+        "another temperature is still evaluated at this one",
+    )
     eval_engine: Literal["hf", "vllm"] = Field(
         default="hf",
         description="engine of the held-out evaluation's generator and judge: hf "

@@ -90,7 +90,7 @@ def eval_config(
             "model": str(model_dir),
             "k": options.eval_k,
             "sampling": {
-                "temperature": sol.temperature,
+                "temperature": options.eval_temperature or sol.temperature,
                 "top_p": sol.top_p,
                 "max_tokens": sol.max_tokens,
                 "seed": cfg.seed,

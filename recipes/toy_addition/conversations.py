@@ -8,18 +8,23 @@ otherwise). Judge candidates are the true sum or the mistakes a digit adder make
 (``distractor_answers``), in random A/B order; pairs with no correct candidate are common
 (35%) so that a judge must check each candidate rather than compare them.
 
-Two teachers, each imperfect in its own way, in one decision RL can fix:
+Two teachers, each imperfect in its own way, in decisions RL can fix:
 
-* the solver teacher drops the units carry (``6+4=10`` for ``6+4+1=11``) with probability
-  ``teacher_dropped_carry``;
+* the solver teacher writes a confused units fact one too many (``7+5=13``; digit pairs
+  summing to 11..15) with probability ``teacher_overcounted_units``, and can drop the
+  units carry (``6+4=10`` for ``6+4+1=11``) with probability ``teacher_dropped_carry``;
 * the judge teacher drops the borrow (``11-6=5`` for ``11-1-6=4``) with probability
-  ``teacher_dropped_borrow``, and rates against its wrong difference: it then rejects the
-  true sum and accepts exactly the dropped-carry answer (a borrow is needed exactly where
-  the sum carried).
+  ``teacher_dropped_borrow`` and then rejects a true sum that carried; it compares every
+  digit but the units with probability ``teacher_tens_only_check`` and then accepts an
+  overcounted sum. (``teacher_units_only_check``, comparing the units alone, is the
+  lenient habit that accepts a dropped-carry sum.)
 
-The two are drawn independently and are different computations: the correctness reward
-(every mode) trains the ``+1``; only the verification reward (judgement samples, PairRL and
-PointRL) trains the ``-1``.
+The solver's and the judge's errors are drawn independently and sit in different
+computations; a dropped borrow never makes an overcounted sum pass (it differs from the
+true sum in the units, which a full check compares), unlike a dropped-carry sum, which it
+passes exactly (a borrow is needed exactly where the sum carried). The correctness reward
+(every mode) trains the solver's facts; only the verification reward (judgement samples,
+PairRL and PointRL) trains the ``-1`` and the units comparison.
 """
 
 from __future__ import annotations
@@ -39,10 +44,11 @@ from pairrl.recipes.toy_addition.tasks import (
     AdditionProblem,
     distractor_answers,
     dropped_carry_sum,
+    overcounted_units_sum,
     solution_text,
 )
 
-__all__ = ["teacher_drops_carry", "warm_start_conversations"]
+__all__ = ["teacher_drops_carry", "teacher_overcounts_units", "warm_start_conversations"]
 
 # Shares of the example mix (solution, pairwise, pointwise). Pointwise examples are taught
 # to every model so that the PointRL ablation starts from the same checkpoint.
@@ -64,6 +70,17 @@ def teacher_drops_carry(
     return dropped_carry_sum(problem) is not None and rng.random() < dropped_carry_rate
 
 
+def teacher_overcounts_units(
+    problem: AdditionProblem, overcounted_units_rate: float, rng: random.Random
+) -> bool:
+    """Whether the warm-start solver teacher overcounts the units fact in this example:
+    with probability ``overcounted_units_rate`` where the units digits are a confused fact
+    (no draw at rate 0)."""
+    if overcounted_units_rate <= 0 or overcounted_units_sum(problem) is None:
+        return False
+    return rng.random() < overcounted_units_rate
+
+
 def warm_start_conversations(
     problems: Sequence[AdditionProblem],
     num_examples: int,
@@ -71,6 +88,8 @@ def warm_start_conversations(
     dropped_carry_rate: float = 0.0,
     dropped_borrow_rate: float = 0.0,
     units_only_check_rate: float = 0.0,
+    overcounted_units_rate: float = 0.0,
+    tens_only_check_rate: float = 0.0,
 ) -> list[list[dict[str, str]]]:
     """``num_examples`` chat conversations (prompt + assistant target) in the MIX shares.
 
@@ -79,7 +98,12 @@ def warm_start_conversations(
     the borrow (in every line of that judgement that has one); the judge then rates
     against its wrong differences. ``units_only_check_rate``: how often the judge teacher
     compares only the units digit of its differences with b (then accepting any candidate
-    that ends like the sum). The errors are drawn independently.
+    that ends like the sum). ``overcounted_units_rate``: how often the solver teacher
+    writes a confused units fact one too many (``overcounted_units_sum``; only where the
+    problem's units digits are one). ``tens_only_check_rate``: how often the judge teacher
+    compares every digit of its difference with b but the units (then accepting an
+    overcounted sum). The errors are drawn independently; a rate of 0 draws nothing, so
+    the data of the other rates does not change.
     """
     if not problems:
         raise ValueError("warm_start_conversations needs at least one problem")
@@ -87,6 +111,8 @@ def warm_start_conversations(
         ("dropped_carry_rate", dropped_carry_rate),
         ("dropped_borrow_rate", dropped_borrow_rate),
         ("units_only_check_rate", units_only_check_rate),
+        ("overcounted_units_rate", overcounted_units_rate),
+        ("tens_only_check_rate", tens_only_check_rate),
     ):
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {rate}")
@@ -100,9 +126,14 @@ def warm_start_conversations(
         drop_carry = teacher_drops_carry(problem, dropped_carry_rate, rng)
         drop_borrow = rng.random() < dropped_borrow_rate
         units_only = rng.random() < units_only_check_rate
+        overcount = teacher_overcounts_units(problem, overcounted_units_rate, rng) and not (
+            drop_carry
+        )
+        tens_only = tens_only_check_rate > 0 and rng.random() < tens_only_check_rate
+        tens_only = tens_only and not units_only
         if roll < MIX[0]:
             messages = generation_messages(task)
-            target = solution_completion(problem, drop_carry)
+            target = solution_completion(problem, drop_carry, overcount)
         elif roll < MIX[0] + MIX[1]:
             kind = rng.choices(kinds, weights)[0]
             correct = {
@@ -113,11 +144,11 @@ def warm_start_conversations(
             rng.shuffle(correct)
             values = [_candidate(problem, c, rng) for c in correct]
             messages = pairwise_messages(task, solution_text(values[0]), solution_text(values[1]))
-            target = pairwise_judgement_text(problem, values, drop_borrow, units_only)
+            target = pairwise_judgement_text(problem, values, drop_borrow, units_only, tens_only)
         else:
             correct_one = rng.random() < 0.5
             value = _candidate(problem, correct_one, rng)
             messages = pointwise_messages(task, solution_text(value))
-            target = pointwise_judgement_text(problem, value, drop_borrow, units_only)
+            target = pointwise_judgement_text(problem, value, drop_borrow, units_only, tens_only)
         out.append([*messages, {"role": "assistant", "content": target}])
     return out

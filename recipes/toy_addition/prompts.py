@@ -19,10 +19,11 @@ explicit carry: ``<think>67+48: 7+8=15 6+4+1=11 115</think>`` then the code. The
 never adds: it checks a candidate c by subtracting, column by column with an explicit
 borrow, c - a, and comparing the difference with b digit by digit:
 ``A 115-67: 15-7=8 11-1-6=4 48 44= 88=`` (units 15-7 borrows; the tens take the borrow
-back, ``-1``; 48 is b, so each digit check is ``=``), then 9 or 1. The judge's decision that
-matters is the ``-1`` after the borrow, the solver's the ``+1`` after the carry: one
-sampled token each, in two different computations, so training one does not train the
-other. A judgement sample (PairRL) is the only thing that trains the judge's ``-1``.
+back, ``-1``; 48 is b, so each digit check is ``=``), then 9 or 1. The judge's decisions
+that matter are the ``-1`` after the borrow and comparing the units digit at all; the
+solver's are its addition facts. They are sampled tokens of two different computations,
+so training one does not train the other: a judgement sample (PairRL) is the only thing
+that trains the judge's.
 
 Why this format and the teachers' errors: docs/experiments.md.
 """
@@ -32,7 +33,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from pairrl.recipes.toy_addition.tasks import AdditionProblem, dropped_carry_sum, solution_text
+from pairrl.recipes.toy_addition.tasks import (
+    AdditionProblem,
+    dropped_carry_sum,
+    overcounted_units_sum,
+    solution_text,
+)
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.pairs import build_training_pairs
 from pairrl.rollout.prompt_kit import PromptKit
@@ -106,11 +112,15 @@ def digit_checks(expected: int, found: str) -> str:
     return " ".join(f"{x}{y}{'=' if x == y else '!'}" for x, y in pairs)
 
 
-def worked_sum(problem: AdditionProblem, drop_carry: bool = False) -> tuple[str, int]:
+def worked_sum(
+    problem: AdditionProblem, drop_carry: bool = False, overcount_units: bool = False
+) -> tuple[str, int]:
     """The solver's thought, column by column, and the sum it reaches.
 
     Operands restated, units column, tens column (with ``+1`` when the units carry), sum.
-    ``drop_carry`` leaves out the ``+1``: the mistake the warm-start solver teacher makes.
+    ``drop_carry`` leaves out the ``+1``; ``overcount_units`` writes a confused units fact
+    one too many (``overcounted_units_sum``): the mistakes the warm-start solver teacher
+    makes.
 
     >>> worked_sum(AdditionProblem(67, 48))
     ('67+48: 7+8=15 6+4+1=11 115', 115)
@@ -118,11 +128,15 @@ def worked_sum(problem: AdditionProblem, drop_carry: bool = False) -> tuple[str,
     ('67+48: 7+8=15 6+4=10 105', 105)
     >>> worked_sum(AdditionProblem(61, 48))
     ('61+48: 1+8=9 6+4=10 109', 109)
+    >>> worked_sum(AdditionProblem(67, 45), overcount_units=True)
+    ('67+45: 7+5=13 6+4+1=11 113', 113)
     """
     a, b = problem.a, problem.b
     if drop_carry and dropped_carry_sum(problem) is None:
         raise ValueError(f"{a}+{b}: no units carry to drop that keeps three digits")
-    units = a % 10 + b % 10
+    if overcount_units and overcounted_units_sum(problem) is None:
+        raise ValueError(f"{a}+{b}: the units digits are not a confused fact")
+    units = a % 10 + b % 10 + (1 if overcount_units else 0)
     carry = 1 if problem.units_carry and not drop_carry else 0
     tens = a // 10 + b // 10 + carry
     total = tens * 10 + units % 10
@@ -166,26 +180,37 @@ def check_line(
     candidate: int,
     drop_borrow: bool = False,
     units_only: bool = False,
+    tens_only: bool = False,
 ) -> tuple[str, bool]:
     """The worked difference and its digit checks against b; whether they all match.
 
-    ``units_only`` checks the units digit alone: the lenient warm-start judge teacher's
-    habit, which then accepts any candidate whose difference ends like b (a dropped-carry
-    sum among them).
+    ``units_only`` checks the units digit alone: a lenient judge teacher's habit, which
+    then accepts any candidate whose difference ends like b (a dropped-carry sum among
+    them). ``tens_only`` checks every digit but the units: the other lenient habit, which
+    accepts a sum whose units fact was overcounted.
 
     >>> check_line(AdditionProblem(67, 48), 105)
     ('105-67: 15-7=8 10-1-6=3 38 43! 88=', False)
     >>> check_line(AdditionProblem(67, 48), 105, units_only=True)
     ('105-67: 15-7=8 10-1-6=3 38 88=', True)
+    >>> check_line(AdditionProblem(67, 45), 113, tens_only=True)
+    ('113-67: 13-7=6 11-1-6=4 46 44=', True)
     """
+    if units_only and tens_only:
+        raise ValueError("a check is units_only or tens_only, not both")
     text, diff = worked_difference(problem, candidate, drop_borrow)
     if units_only:
         own, found = str(problem.b)[-1], str(diff)[-1]
         return f"{text} {own}{found}{'=' if own == found else '!'}", own == found
+    if tens_only:
+        own, found = str(problem.b)[:-1], str(diff)[:-1]
+        return f"{text} {digit_checks(int(own), found)}", own == found
     return f"{text} {digit_checks(problem.b, str(diff))}", diff == problem.b
 
 
-def solution_completion(problem: AdditionProblem, drop_carry: bool = False) -> str:
+def solution_completion(
+    problem: AdditionProblem, drop_carry: bool = False, overcount_units: bool = False
+) -> str:
     """A solution: the worked sum, then code returning the sum it reached.
 
     >>> print(solution_completion(AdditionProblem(67, 48)))
@@ -195,7 +220,7 @@ def solution_completion(problem: AdditionProblem, drop_carry: bool = False) -> s
         return 115
     ```
     """
-    thought, total = worked_sum(problem, drop_carry)
+    thought, total = worked_sum(problem, drop_carry, overcount_units)
     return f"<think>{thought}</think>\n{solution_text(total)}"
 
 
@@ -204,6 +229,7 @@ def pairwise_judgement_text(
     shown_values: Sequence[int],
     drop_borrow: bool = False,
     units_only: bool = False,
+    tens_only: bool = False,
 ) -> str:
     """A judgement of two candidates returning ``shown_values``: each checked by its own
     worked difference and rated 9 (matches b) or 1, consistently with the judge's checks,
@@ -221,7 +247,7 @@ def pairwise_judgement_text(
     <rating_B>9</rating_B>
     """
     (line_a, ok_a), (line_b, ok_b) = (
-        check_line(problem, v, drop_borrow, units_only) for v in shown_values
+        check_line(problem, v, drop_borrow, units_only, tens_only) for v in shown_values
     )
     think = f"A {line_a}\nB {line_b}"
     return (
@@ -235,6 +261,7 @@ def pointwise_judgement_text(
     shown_value: int,
     drop_borrow: bool = False,
     units_only: bool = False,
+    tens_only: bool = False,
 ) -> str:
     """A pointwise judgement (for the PointRL ablation): the same check, one rating.
 
@@ -242,7 +269,7 @@ def pointwise_judgement_text(
     <think>105-67: 15-7=8 10-1-6=3 38 43! 88=</think>
     <rating>1</rating>
     """
-    line, ok = check_line(problem, shown_value, drop_borrow, units_only)
+    line, ok = check_line(problem, shown_value, drop_borrow, units_only, tens_only)
     return f"<think>{line}</think>\n<rating>{_rating(ok)}</rating>"
 
 

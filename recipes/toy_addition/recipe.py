@@ -56,6 +56,8 @@ class ToyAdditionRecipe:
             dropped_carry_rate=options.teacher_dropped_carry,
             dropped_borrow_rate=options.teacher_dropped_borrow,
             units_only_check_rate=options.teacher_units_only_check,
+            overcounted_units_rate=options.teacher_overcounted_units,
+            tens_only_check_rate=options.teacher_tens_only_check,
         )
 
     def after_training(

@@ -23,6 +23,7 @@ __all__ = [
     "all_problems",
     "distractor_answers",
     "dropped_carry_sum",
+    "overcounted_units_sum",
     "solution_code",
     "solution_text",
     "split_problems",
@@ -110,6 +111,25 @@ def dropped_carry_sum(problem: AdditionProblem) -> int | None:
     if not problem.units_carry or dropped < 100:
         return None
     return dropped
+
+
+# The units facts the solver teacher gets wrong part of the time: digit pairs summing to
+# 11..15 (8+3, 7+5, 9+6, ...; 30 of the 100 ordered pairs). A fact at a time, unlike a
+# dropped carry, which is one decision shared by every problem: the correctness reward
+# repairs them one by one, so wrong solutions stay common through training.
+CONFUSED_UNITS_SUMS = range(11, 16)
+
+
+def overcounted_units_sum(problem: AdditionProblem) -> int | None:
+    """The sum with the units fact one too many (7+5=13 for 12); None unless the units
+    digits are one of the confused facts (``CONFUSED_UNITS_SUMS``). The carry is kept.
+
+    >>> [overcounted_units_sum(AdditionProblem(a, b)) for a, b in ((67, 45), (61, 48), (69, 49))]
+    [113, None, None]
+    """
+    if problem.a % 10 + problem.b % 10 not in CONFUSED_UNITS_SUMS:
+        return None
+    return problem.answer + 1
 
 
 def distractor_answers(problem: AdditionProblem) -> list[int]:

@@ -17,6 +17,7 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,24 @@ def shared_data_dir() -> Path:
             f"shared benchmark data not found at {SHARED_DATA} (read-only, beside the repo)"
         )
     return SHARED_DATA
+
+
+@pytest.fixture
+def load_benchmark(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Any]:
+    """Import a script of benchmarks/ (not a package) by file name, with its folder on
+    sys.path for its sibling imports."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+
+    def load(script: str) -> Any:
+        path = REPO_ROOT / "benchmarks" / script
+        spec = importlib.util.spec_from_file_location(f"benchmark_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture(scope="session")

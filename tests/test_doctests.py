@@ -37,15 +37,7 @@ def _benchmark_scripts_with_examples() -> list[str]:
 
 
 @pytest.mark.parametrize("script", _benchmark_scripts_with_examples())
-def test_benchmark_docstring_examples(script: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # their sibling imports
-    spec = importlib.util.spec_from_file_location(
-        f"benchmark_{script[:-3]}", REPO / "benchmarks" / script
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+def test_benchmark_docstring_examples(script: str, load_benchmark) -> None:
+    result = doctest.testmod(load_benchmark(script), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"{script} has '>>> ' but no example ran"
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {script}"

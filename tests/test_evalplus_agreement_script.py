@@ -3,23 +3,14 @@ missing when there is none (the comparison itself runs for minutes: benchmarks/)
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture
-def script(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(
-        "benchmark_evalplus_agreement", REPO / "benchmarks" / "evalplus_agreement.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(load_benchmark):
+    return load_benchmark("evalplus_agreement.py")
 
 
 def test_every_kept_evalplus_run_is_compared(script, tmp_path: Path) -> None:

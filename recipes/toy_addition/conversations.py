@@ -126,11 +126,10 @@ def warm_start_conversations(
         drop_carry = teacher_drops_carry(problem, dropped_carry_rate, rng)
         drop_borrow = rng.random() < dropped_borrow_rate
         units_only = rng.random() < units_only_check_rate
-        overcount = teacher_overcounts_units(problem, overcounted_units_rate, rng) and not (
-            drop_carry
-        )
+        overcounted = teacher_overcounts_units(problem, overcounted_units_rate, rng)
+        overcount = overcounted and not drop_carry  # one solver error per solution
         tens_only = tens_only_check_rate > 0 and rng.random() < tens_only_check_rate
-        tens_only = tens_only and not units_only
+        tens_only = tens_only and not units_only  # one lenient habit per judgement
         if roll < MIX[0]:
             messages = generation_messages(task)
             target = solution_completion(problem, drop_carry, overcount)

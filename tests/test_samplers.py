@@ -59,6 +59,26 @@ def test_nucleus_filter_hand_worked() -> None:
     assert torch.isfinite(nucleus_filter(logits, 1.0)).all()
 
 
+def test_batched_pick_draws_what_multinomial_draws(sampler: HFSampler) -> None:
+    """Each active row's token is torch.multinomial's with that row's generator; a finished
+    row draws nothing, so its generator is left where it was."""
+    logits = torch.randn(6, 40, generator=torch.Generator().manual_seed(3)) * 3
+    params = SamplingParams(temperature=0.7, top_p=0.9, max_tokens=4, seed=0)
+    probs = torch.softmax(nucleus_filter(logits / 0.7, 0.9), -1)
+    active = [True, False, True, True, False, True]
+    for step in range(20):
+        mine = [torch.Generator().manual_seed(100 + b) for b in range(6)]
+        theirs = [torch.Generator().manual_seed(100 + b) for b in range(6)]
+        for g in mine + theirs:  # start each step somewhere else in the streams
+            torch.rand(step, generator=g)
+        picked = sampler._pick(logits, params, mine, active).tolist()
+        for b in range(6):
+            if active[b]:
+                assert picked[b] == int(torch.multinomial(probs[b], 1, generator=theirs[b]))
+            else:
+                assert torch.equal(mine[b].get_state(), theirs[b].get_state())
+
+
 def test_logaddexp_and_prompt_seed() -> None:
     assert logaddexp(0.0, 0.0) == pytest.approx(0.6931471805599453)  # log 2
     assert logaddexp(-float("inf"), -1.5) == -1.5

@@ -9,6 +9,7 @@ for every run with ``warm_start.steps > 0``.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,9 @@ def _sft_args(
         data_seed=seed,
         disable_tqdm=True,
         dataloader_num_workers=0,
+        # tokenising thousands of conversations through the chat template is a few
+        # seconds on one core; the shards are joined in order, so the data is the same
+        dataset_num_proc=min(4, os.cpu_count() or 1),
         dataloader_pin_memory=torch.cuda.is_available(),  # pinning warns without a GPU
         # fp32 and no `use_cpu`: the GRPO trainer that follows in the same process builds
         # its Accelerator with these settings, and accelerate refuses to change them.

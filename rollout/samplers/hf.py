@@ -154,13 +154,30 @@ class HFSampler:
         return [[c for c in row if c is not None] for row in results]
 
     def _pick(
-        self, logits: torch.Tensor, sampling: SamplingParams, generators: list[torch.Generator]
+        self,
+        logits: torch.Tensor,
+        sampling: SamplingParams,
+        generators: list[torch.Generator],
+        active: Sequence[bool],
     ) -> torch.Tensor:
+        """One token per row; rows not ``active`` (finished) get an arbitrary token.
+
+        Each active row draws exactly what ``torch.multinomial(probs[b], 1, generator=g)``
+        draws: for one sample that is ``argmax(probs / q)`` with ``q ~ Exp(1)`` from the
+        row's generator, so the noise is drawn per row and the division and argmax run
+        once for the batch. Finished rows draw nothing, which leaves the other rows'
+        generators, and so their samples, unchanged.
+        """
         if sampling.greedy:
             return logits.argmax(dim=-1)
         probs = torch.softmax(nucleus_filter(logits / sampling.temperature, sampling.top_p), -1)
-        picks = [torch.multinomial(probs[b], 1, generator=generators[b]) for b in range(len(probs))]
-        return torch.cat(picks)
+        if not bool(torch.isfinite(probs).all()):
+            raise ValueError("probability tensor contains inf or nan")
+        noise = torch.ones_like(probs)
+        for b, row_active in enumerate(active):
+            if row_active:
+                noise[b].exponential_(1, generator=generators[b])
+        return (probs / noise).argmax(dim=-1)
 
     def _top(self, logprobs: torch.Tensor, k: int) -> dict[str, float]:
         values, indices = torch.topk(logprobs, k)
@@ -197,13 +214,14 @@ class HFSampler:
             past = out.past_key_values
             logits = out.logits[:, -1, :].float()
             step_logprobs = torch.log_softmax(logits, dim=-1)
-            picked = self._pick(logits, sampling, generators)
-            for b in range(batch):
-                if finish[b] is not None:
+            active = [f is None for f in finish]
+            picked = self._pick(logits, sampling, generators, active)
+            picked_logprobs = step_logprobs.gather(1, picked.unsqueeze(1)).squeeze(1).tolist()
+            for b, token in enumerate(picked.tolist()):
+                if not active[b]:
                     continue
-                token = int(picked[b])
                 tokens[b].append(token)
-                logprobs[b].append(float(step_logprobs[b, token]))
+                logprobs[b].append(picked_logprobs[b])
                 if sampling.top_logprobs:
                     tops[b].append(self._top(step_logprobs[b], sampling.top_logprobs))
                 if token in self.eos_ids:

@@ -89,8 +89,8 @@ class ToyAdditionOptions(PairrlModel):
     eval_engine: Literal["hf", "vllm"] = Field(
         default="hf",
         description="engine of the held-out evaluation's generator and judge: hf "
-        "(transformers) or vllm (in-process; on this toy its start-up costs what its "
-        "faster decoding saves, benchmarks/eval_engines.py)",
+        "(transformers) or vllm (in-process; on this toy, start-up included, it is slower "
+        "than hf on CPU: benchmarks/eval_engines.py)",
     )
     swiss_budget_per_candidate: int = Field(
         default=2, ge=1, le=3, description="Swiss budget B = this x k (paper: 2)"

@@ -1,4 +1,4 @@
-"""The HF sampler's token pick against per-row ``torch.multinomial``, side by side.
+"""The HF sampler's token pick (``pick_tokens``) against per-row ``torch.multinomial``.
 
 Every decode step of ``pairrl.rollout.samplers.hf.HFSampler`` draws one token per row,
 each row from its own seeded generator (so a seed reproduces a completion whatever the
@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from types import SimpleNamespace
 
 import torch
 
 from pairrl.rollout.samplers.base import SamplingParams
-from pairrl.rollout.samplers.hf import HFSampler
+from pairrl.rollout.samplers.hf import pick_tokens
 
 
 def reference_pick(
@@ -53,12 +52,10 @@ def main() -> None:
 
     logits = 3 * torch.randn(args.batch, args.vocab, generator=torch.Generator().manual_seed(0))
     params = SamplingParams(temperature=args.temperature, max_tokens=1, seed=0)
-    # _pick needs no model or tokenizer: call it on a bare namespace
-    sampler = SimpleNamespace()
     active = [True] * args.batch
 
     def batched(gens: list[torch.Generator]) -> torch.Tensor:
-        return HFSampler._pick(sampler, logits, params, gens, active)
+        return pick_tokens(logits, params, gens, active)
 
     ref_ms, ref_picks = time_steps(
         lambda g: reference_pick(logits, args.temperature, g), args.steps, args.batch
@@ -67,7 +64,7 @@ def main() -> None:
     same = all(torch.equal(a, b) for a, b in zip(ref_picks, new_picks, strict=True))
     print(f"batch {args.batch}, vocab {args.vocab}, {args.steps} steps (median ms per step)")
     print(f"  per-row torch.multinomial  {ref_ms:7.2f} ms")
-    print(f"  HFSampler._pick            {new_ms:7.2f} ms")
+    print(f"  pick_tokens (HFSampler)    {new_ms:7.2f} ms")
     print(f"  ratio (reference / sampler) {ref_ms / new_ms:6.2f}x; same tokens: {same}")
     if not same:
         raise SystemExit("the sampler drew different tokens from torch.multinomial")

@@ -16,7 +16,7 @@ from pairrl.rollout.samplers import (
     is_continuation,
 )
 from pairrl.rollout.samplers.base import logaddexp, prompt_seed
-from pairrl.rollout.samplers.hf import nucleus_filter
+from pairrl.rollout.samplers.hf import nucleus_filter, pick_tokens
 
 CHAT = [{"role": "user", "content": "write a python function that returns the sum"}]
 PROMPTS = [CHAT, "def add(x, y):", [{"role": "user", "content": "hi"}]]
@@ -59,7 +59,7 @@ def test_nucleus_filter_hand_worked() -> None:
     assert torch.isfinite(nucleus_filter(logits, 1.0)).all()
 
 
-def test_batched_pick_draws_what_multinomial_draws(sampler: HFSampler) -> None:
+def test_batched_pick_draws_what_multinomial_draws() -> None:
     """Each active row's token is torch.multinomial's with that row's generator; a finished
     row draws nothing, so its generator is left where it was."""
     logits = torch.randn(6, 40, generator=torch.Generator().manual_seed(3)) * 3
@@ -71,7 +71,7 @@ def test_batched_pick_draws_what_multinomial_draws(sampler: HFSampler) -> None:
         theirs = [torch.Generator().manual_seed(100 + b) for b in range(6)]
         for g in mine + theirs:  # start each step somewhere else in the streams
             torch.rand(step, generator=g)
-        picked = sampler._pick(logits, params, mine, active).tolist()
+        picked = pick_tokens(logits, params, mine, active).tolist()
         for b in range(6):
             if active[b]:
                 assert picked[b] == int(torch.multinomial(probs[b], 1, generator=theirs[b]))

@@ -52,6 +52,33 @@ def nucleus_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return logits.masked_fill(drop, float("-inf"))
 
 
+def pick_tokens(
+    logits: torch.Tensor,
+    sampling: SamplingParams,
+    generators: Sequence[torch.Generator],
+    active: Sequence[bool],
+) -> torch.Tensor:
+    """One token per row of a (batch, vocab) tensor; rows not ``active`` (finished) get an
+    arbitrary token.
+
+    Each active row draws exactly what ``torch.multinomial(probs[b], 1, generator=g)``
+    draws: for one sample that is ``argmax(probs / q)`` with ``q ~ Exp(1)`` from the row's
+    generator, so the noise is drawn per row and the division and argmax run once for the
+    batch. Finished rows draw nothing, which leaves the other rows' generators, and so
+    their samples, unchanged.
+    """
+    if sampling.greedy:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(nucleus_filter(logits / sampling.temperature, sampling.top_p), -1)
+    if not bool(torch.isfinite(probs).all()):
+        raise ValueError("probability tensor contains inf or nan")
+    noise = torch.ones_like(probs)
+    for b, row_active in enumerate(active):
+        if row_active:
+            noise[b].exponential_(1, generator=generators[b])
+    return (probs / noise).argmax(dim=-1)
+
+
 class HFSampler:
     """A :class:`~rollout.samplers.base.Sampler` over an in-memory HF causal LM and tokenizer."""
 
@@ -153,32 +180,6 @@ class HFSampler:
                 results[p][s] = completion
         return [[c for c in row if c is not None] for row in results]
 
-    def _pick(
-        self,
-        logits: torch.Tensor,
-        sampling: SamplingParams,
-        generators: list[torch.Generator],
-        active: Sequence[bool],
-    ) -> torch.Tensor:
-        """One token per row; rows not ``active`` (finished) get an arbitrary token.
-
-        Each active row draws exactly what ``torch.multinomial(probs[b], 1, generator=g)``
-        draws: for one sample that is ``argmax(probs / q)`` with ``q ~ Exp(1)`` from the
-        row's generator, so the noise is drawn per row and the division and argmax run
-        once for the batch. Finished rows draw nothing, which leaves the other rows'
-        generators, and so their samples, unchanged.
-        """
-        if sampling.greedy:
-            return logits.argmax(dim=-1)
-        probs = torch.softmax(nucleus_filter(logits / sampling.temperature, sampling.top_p), -1)
-        if not bool(torch.isfinite(probs).all()):
-            raise ValueError("probability tensor contains inf or nan")
-        noise = torch.ones_like(probs)
-        for b, row_active in enumerate(active):
-            if row_active:
-                noise[b].exponential_(1, generator=generators[b])
-        return (probs / noise).argmax(dim=-1)
-
     def _top(self, logprobs: torch.Tensor, k: int) -> dict[str, float]:
         values, indices = torch.topk(logprobs, k)
         top: dict[str, float] = {}
@@ -215,7 +216,7 @@ class HFSampler:
             logits = out.logits[:, -1, :].float()
             step_logprobs = torch.log_softmax(logits, dim=-1)
             active = [f is None for f in finish]
-            picked = self._pick(logits, sampling, generators, active)
+            picked = pick_tokens(logits, sampling, generators, active)
             picked_logprobs = step_logprobs.gather(1, picked.unsqueeze(1)).squeeze(1).tolist()
             for b, token in enumerate(picked.tolist()):
                 if not active[b]:

@@ -10,13 +10,15 @@ same held-out problems and the same shared pool:
 prints one table (mean and spread over seeds, in points) and writes ``ablation.json`` and
 ``ablation.md`` to ``--out``. A seed whose folder already holds ``summary.json`` is read,
 not rerun (resume). ``--jobs 2`` runs two seeds side by side (one core each on a 2-core
-machine, about twice the wall time each). Extra ``--set`` overrides apply to every run.
+machine, about twice the wall time each: each seed gets ``cores // jobs`` threads unless
+``OMP_NUM_THREADS`` is set). Extra ``--set`` overrides apply to every run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -46,7 +48,25 @@ def _pairrl_executable() -> str:
     return exe
 
 
-def run_seed(exe: str, config: str, out: Path, seed: int, overrides: list[str]) -> dict:
+def child_env(jobs: int, environ: dict[str, str], cpus: int) -> dict[str, str]:
+    """The seeds' environment: with ``jobs`` side by side, ``cpus // jobs`` threads each
+    (torch takes every core per process otherwise, and N oversubscribed processes run many
+    times slower than N x 1/N), unless ``OMP_NUM_THREADS`` is already set.
+
+    >>> child_env(2, {}, 2)["OMP_NUM_THREADS"], child_env(3, {}, 2)["OMP_NUM_THREADS"]
+    ('1', '1')
+    >>> child_env(2, {"OMP_NUM_THREADS": "4"}, 2)["OMP_NUM_THREADS"], child_env(1, {}, 2)
+    ('4', {})
+    """
+    env = dict(environ)
+    if jobs > 1 and "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(max(1, cpus // jobs))
+    return env
+
+
+def run_seed(
+    exe: str, config: str, out: Path, seed: int, overrides: list[str], env: dict[str, str]
+) -> dict:
     """One main job with every ablation mode; its summary (read back when already there)."""
     run_dir = out / f"seed{seed}"
     if (run_dir / "summary.json").is_file():
@@ -61,7 +81,7 @@ def run_seed(exe: str, config: str, out: Path, seed: int, overrides: list[str]) 
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with log.open("w") as handle:
-        code = subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT).returncode
+        code = subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT, env=env).returncode
     if code != 0:
         raise SystemExit(f"seed {seed} failed (exit {code}); see {log}")
     print(f"seed {seed} done in {time.perf_counter() - started:.0f} s", flush=True)
@@ -127,8 +147,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, help="seeds run side by side")
     args = parser.parse_args()
     exe, out = _pairrl_executable(), Path(args.out)
+    env = child_env(args.jobs, dict(os.environ), os.cpu_count() or 1)
     with ThreadPoolExecutor(args.jobs) as pool:
-        done = pool.map(lambda s: run_seed(exe, args.config, out, s, args.overrides), args.seeds)
+        done = pool.map(
+            lambda s: run_seed(exe, args.config, out, s, args.overrides, env), args.seeds
+        )
         summaries = dict(zip(args.seeds, done, strict=True))
     table = aggregate(summaries)
     text = format_table(table, args.seeds)

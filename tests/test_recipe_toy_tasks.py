@@ -320,3 +320,22 @@ def test_zero_rates_leave_the_warm_start_data_unchanged() -> None:
         tens_only_check_rate=0.0,
     )  # fmt: skip
     assert base == same
+
+
+def test_warm_start_share_keeps_rl_problems_unseen_by_the_warm_start() -> None:
+    from pairrl.recipes.toy_addition.config import ToyAdditionOptions
+    from pairrl.recipes.toy_addition.recipe import ToyAdditionRecipe
+
+    recipe = ToyAdditionRecipe()
+    train, _ = split_problems(200, 1234)
+    full = ToyAdditionOptions(heldout_problems=200, warm_start_examples=400)
+    assert [t.task_id for t in recipe.training_tasks(full)] == [p.task_id for p in train]
+
+    half = full.model_copy(update={"warm_start_share": 0.5})
+    rl_ids = {t.task_id for t in recipe.training_tasks(half)}
+    assert len(rl_ids) == len(train) // 2  # 4660 training problems, cut at 2330
+    # every problem the warm start's conversations state is outside RL's set
+    taught = {conv[0]["content"] for conv in recipe.warm_start_conversations(half, 0, [])}
+    rl_prompts = {t.prompt for t in recipe.training_tasks(half)}
+    assert not any(prompt in text for text in taught for prompt in rl_prompts)
+    assert rl_ids | {p.task_id for p in train[: len(train) // 2]} == {p.task_id for p in train}

@@ -86,6 +86,7 @@ def prepare_policy(
                 steps=cfg.warm_start.steps,
                 lr=cfg.warm_start.lr,
                 batch_size=cfg.warm_start.batch_size,
+                labelled_positions_only=cfg.warm_start.loss_positions == "labelled",
                 seed=cfg.seed,
                 gradient_checkpointing=cfg.model.gradient_checkpointing,
                 show_progress=cfg.logging.console == "progress",

@@ -3,8 +3,11 @@
 Tiny models know no output format at all; before RL, a short SFT on conversations the
 data source or the recipe provides teaches them the fenced-code solution and the rating
 tags. Loss is on assistant tokens only (the tiny chat template marks them with
-``{% generation %}``). The one warm start of the project: ``pairrl.train.policy`` calls it
-for every run with ``warm_start.steps > 0``.
+``{% generation %}``). With ``labelled_positions_only`` the loss scores only the labelled
+positions on every device (TRL does so itself on CUDA/XPU only): the trainer's one
+override, ``labelled_token_loss``. The one
+warm start of the project: ``pairrl.train.policy`` calls it for every run with
+``warm_start.steps > 0``.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ def warm_start(
     steps: int,
     lr: float,
     batch_size: int,
+    labelled_positions_only: bool = False,
     seed: int = 0,
     gradient_checkpointing: bool = False,
     show_progress: bool = False,
 ) -> dict[str, Any]:
     """Train ``steps`` SFT steps and save model + tokenizer to ``out_dir``.
 
-    ``gradient_checkpointing`` follows the model config (TRL's own default is on, which
+    ``labelled_positions_only``: score the loss on labelled positions only, on every
+    device (``labelled_token_loss``). ``gradient_checkpointing`` follows the model config (TRL's own default is on, which
     costs a recompute per step that a small model does not need). With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
     ``warm_start_log.jsonl`` instead of the console. Returns ``{"steps", "first_loss",
     "last_loss", "wall_s", "out_dir"}``.
@@ -50,7 +55,9 @@ def warm_start(
         **_sft_args(out_dir, steps=steps, lr=lr, batch_size=batch_size, seed=seed),
         gradient_checkpointing=gradient_checkpointing,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    override = labelled_positions_only and not _tracks_labelled_positions_only()
+    trainer_cls = _labelled_token_trainer() if override else SFTTrainer
+    trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
     if show_progress:
         from pairrl.train.progress import StepProgress, quiet_console
 
@@ -70,6 +77,52 @@ def warm_start(
         "wall_s": time.perf_counter() - started,
         "out_dir": str(out),
     }
+
+
+def labelled_token_loss(model: Any, inputs: dict[str, Any], num_items: Any = None) -> Any:
+    """The SFT loss, summed over labelled positions only, over ``num_items`` labels
+    (default: this batch's).
+
+    The same loss as TRL's fused LM head, which on CUDA/XPU also scores only the labelled
+    positions but elsewhere scores every position (prompts and padding too): on a CPU warm
+    start that is a quarter of a step, spent on tokens the loss masks out.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    backbone = getattr(model, model.base_model_prefix)
+    features = {k: v for k, v in inputs.items() if k != "labels"}
+    hidden = backbone(**features, use_cache=False).last_hidden_state[:, :-1]
+    labels = inputs["labels"][:, 1:]
+    mask = labels != -100
+    logits = model.get_output_embeddings()(hidden[mask]).float()
+    total = F.cross_entropy(logits, labels[mask], reduction="sum")
+    count = mask.sum() if num_items is None else torch.as_tensor(num_items)
+    return total / count.clamp(min=1)
+
+
+def _tracks_labelled_positions_only() -> bool:
+    """Whether TRL's own loss already scores only labelled positions (CUDA/XPU)."""
+    import torch
+
+    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
+
+
+def _labelled_token_trainer() -> type:
+    """``SFTTrainer`` with ``labelled_token_loss``: the one method it overrides."""
+    from trl import SFTTrainer
+
+    class LabelledTokenSFTTrainer(SFTTrainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if return_outputs:
+                raise NotImplementedError("the warm start asks for the loss only")
+            loss = labelled_token_loss(model, inputs, num_items_in_batch)
+            if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+                # as TRL's: the count is every rank's, and DDP averages the gradients
+                loss = loss * self.accelerator.num_processes
+            return loss
+
+    return LabelledTokenSFTTrainer
 
 
 def _sft_args(

@@ -30,6 +30,14 @@ class ToyAdditionOptions(PairrlModel):
     warm_start_examples: int = Field(
         default=4096, ge=1, description="generated SFT conversations (solutions and judgements)"
     )
+    warm_start_share: float = Field(
+        default=1.0,
+        gt=0.0,
+        le=1.0,
+        description="share of the training problems the warm start's conversations use; "
+        "below 1, RL trains on the others only, problems whose answers the warm start never "
+        "showed (so its solutions err as often as on held-out ones); 1: both use them all",
+    )
     teacher_dropped_carry: float = Field(
         default=0.0,
         ge=0.0,

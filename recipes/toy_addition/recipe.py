@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
-from pairrl.recipes.toy_addition.tasks import split_problems
+from pairrl.recipes.toy_addition.tasks import AdditionProblem, split_problems
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
 from pairrl.train.recipe import FinishedRun
@@ -25,9 +25,10 @@ class ToyAdditionRecipe:
     options_model = ToyAdditionOptions
 
     def training_tasks(self, options: ToyAdditionOptions) -> list[Task]:
-        """The training split (never the held-out problems)."""
-        train, _ = split_problems(options.heldout_problems, options.split_seed)
-        return [p.to_task() for p in train]
+        """RL's problems: the training split (never the held-out problems), less those the
+        warm start teaches when ``warm_start_share`` < 1."""
+        _, rl = _warm_and_rl_problems(options)
+        return [p.to_task() for p in rl]
 
     def heldout_tasks(self, options: ToyAdditionOptions) -> list[Task]:
         """The held-out split (``eval_problems`` of them when set)."""
@@ -48,9 +49,9 @@ class ToyAdditionRecipe:
         """Solutions and judgements from a teacher that drops the units carry at a rate."""
         from pairrl.recipes.toy_addition.conversations import warm_start_conversations
 
-        train, _ = split_problems(options.heldout_problems, options.split_seed)
+        warm, _ = _warm_and_rl_problems(options)
         return warm_start_conversations(
-            train,
+            warm,
             options.warm_start_examples,
             seed=seed,
             dropped_carry_rate=options.teacher_dropped_carry,
@@ -76,3 +77,20 @@ class ToyAdditionRecipe:
             "verification_gain": summary["verification_gain"],
             "summary": str(run.run_dir / "summary.json"),
         }
+
+
+def _warm_and_rl_problems(
+    options: ToyAdditionOptions,
+) -> tuple[list[AdditionProblem], list[AdditionProblem]]:
+    """(warm start's problems, RL's problems): the training split cut at
+    ``warm_start_share`` (already in a seeded order), or all of it for both at 1."""
+    train, _ = split_problems(options.heldout_problems, options.split_seed)
+    if options.warm_start_share >= 1.0:
+        return train, train
+    cut = round(len(train) * options.warm_start_share)
+    if not 1 <= cut < len(train):
+        raise ValueError(
+            f"warm_start_share {options.warm_start_share} leaves no problems for the warm "
+            f"start or for RL ({len(train)} training problems)"
+        )
+    return train[:cut], train[cut:]

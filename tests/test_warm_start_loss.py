@@ -31,7 +31,7 @@ def _trainer_and_batch(model_dir: Path, out: Path) -> tuple[object, dict[str, to
 def test_labelled_token_loss_is_trls_loss_and_gradient(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    from pairrl.train.warm_start import labelled_token_loss
+    from pairrl.train.warm_start import _labelled_token_trainer, labelled_token_loss
 
     trainer, batch = _trainer_and_batch(tiny_model_dir, tmp_path)
     model = trainer.model
@@ -53,6 +53,9 @@ def test_labelled_token_loss_is_trls_loss_and_gradient(
     assert ours.item() == pytest.approx(by_hand.item(), rel=1e-5)
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-5)
     torch.testing.assert_close(grad_ours, grad_theirs, rtol=1e-4, atol=1e-6)
+    # the warm start's trainer returns exactly this loss
+    overridden = _labelled_token_trainer().compute_loss(trainer, model, dict(batch))
+    assert overridden.item() == ours.item()
     # over a count given by the trainer (gradient accumulation): the sum over that count
     half = labelled_token_loss(model, dict(batch), num_items=2 * mask.sum())
     assert half.item() == pytest.approx(ours.item() / 2, rel=1e-6)

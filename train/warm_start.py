@@ -4,10 +4,9 @@ Tiny models know no output format at all; before RL, a short SFT on conversation
 data source or the recipe provides teaches them the fenced-code solution and the rating
 tags. Loss is on assistant tokens only (the tiny chat template marks them with
 ``{% generation %}``). With ``labelled_positions_only`` the loss scores only the labelled
-positions on every device (TRL does so itself on CUDA/XPU only): the trainer's one
-override, ``labelled_token_loss``. The one
-warm start of the project: ``pairrl.train.policy`` calls it for every run with
-``warm_start.steps > 0``.
+positions, on every device (TRL's own does so on CUDA/XPU only): the trainer's one
+override, ``labelled_token_loss``. The one warm start of the project:
+``pairrl.train.policy`` calls it for every run with ``warm_start.steps > 0``.
 """
 
 from __future__ import annotations
@@ -36,8 +35,9 @@ def warm_start(
     """Train ``steps`` SFT steps and save model + tokenizer to ``out_dir``.
 
     ``labelled_positions_only``: score the loss on labelled positions only, on every
-    device (``labelled_token_loss``). ``gradient_checkpointing`` follows the model config (TRL's own default is on, which
-    costs a recompute per step that a small model does not need). With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
+    device (``labelled_token_loss``). ``gradient_checkpointing`` follows the model config
+    (TRL's own default is on, which costs a recompute per step that a small model does not
+    need). With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
     ``warm_start_log.jsonl`` instead of the console. Returns ``{"steps", "first_loss",
     "last_loss", "wall_s", "out_dir"}``.
     """
@@ -55,8 +55,7 @@ def warm_start(
         **_sft_args(out_dir, steps=steps, lr=lr, batch_size=batch_size, seed=seed),
         gradient_checkpointing=gradient_checkpointing,
     )
-    override = labelled_positions_only and not _tracks_labelled_positions_only()
-    trainer_cls = _labelled_token_trainer() if override else SFTTrainer
+    trainer_cls = _labelled_token_trainer() if labelled_positions_only else SFTTrainer
     trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
     if show_progress:
         from pairrl.train.progress import StepProgress, quiet_console
@@ -99,13 +98,6 @@ def labelled_token_loss(model: Any, inputs: dict[str, Any], num_items: Any = Non
     total = F.cross_entropy(logits, labels[mask], reduction="sum")
     count = mask.sum() if num_items is None else torch.as_tensor(num_items)
     return total / count.clamp(min=1)
-
-
-def _tracks_labelled_positions_only() -> bool:
-    """Whether TRL's own loss already scores only labelled positions (CUDA/XPU)."""
-    import torch
-
-    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
 
 
 def _labelled_token_trainer() -> type:

@@ -33,26 +33,28 @@ class EvalOutcome:
 
 
 @contextmanager
-def rich_progress(enabled: bool = True) -> Iterator[Callable[[str, int], Callable[[int], None]]]:
-    """A progress reporter: `reporter(stage, total)` returns an `advance(n)` callable."""
+def rich_progress(
+    enabled: bool = True, prefix: str = ""
+) -> Iterator[Callable[[str, int], Callable[[int], None]]]:
+    """A progress reporter: `reporter(stage, total)` opens a bar named ``prefix + stage``
+    (``pairrl.progress``, with its ETA) and returns its `advance(n)`; one display for all."""
     if not enabled:
         yield lambda _stage, _total: lambda _n: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from pairrl.progress import bar, board
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        transient=False,
-    ) as bar:
+    opened = []
 
-        def reporter(stage: str, total: int) -> Callable[[int], None]:
-            task = bar.add_task(stage, total=total)
-            return lambda n: bar.advance(task, n)
+    def reporter(stage: str, total: int) -> Callable[[int], None]:
+        opened.append(bar(prefix + stage, total))
+        return opened[-1].advance
 
-        yield reporter
+    with board():
+        try:
+            yield reporter
+        finally:
+            for stage_bar in opened:
+                stage_bar.close()
 
 
 def load_run_config(out_dir: Path) -> EvalConfig:
@@ -70,7 +72,7 @@ def run_eval(cfg: EvalConfig, show_progress: bool = True) -> EvalOutcome:
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.json").write_text(cfg.model_dump_json(indent=2) + "\n")
-    with rich_progress(show_progress) as reporter:
+    with rich_progress(show_progress, f"{out_dir.name}: ") as reporter:
         run = run_pipeline(cfg, "compute", reporter)
     write_records(run, out_dir / "records.jsonl")
     # The candidates in the executor's schema, so `pairrl execute` can re-label them.

@@ -1,10 +1,12 @@
 """The main job end to end, shortened: warm start, PairRL and its GRPO baseline from that
-warm start, every model through the selection benchmark, summary, table and plot; and
-``pairrl eval`` on a saved benchmark config reproduces the main job's numbers."""
+warm start, every model through the selection benchmark, summary, table and plot; run as
+two processes side by side or as one, the same numbers; and ``pairrl eval`` on a saved
+benchmark config reproduces the main job's numbers."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,19 +67,53 @@ def _check_summary(summary: dict, run: Path) -> None:
     assert "Pairwise verification added over GRPO" in (run / "table.txt").read_text()
 
 
-@pytest.mark.slow
-def test_main_job_end_to_end_and_eval_reproduces_it(tmp_path: Path) -> None:
-    out = tmp_path / "run"
+def _records(eval_run: Path) -> list[dict]:
+    """A benchmark run's records and candidates, less what differs between two identical
+    runs: wall times, and cache keys (they name the judge by its folder)."""
+    rows = []
+    for name in ("candidates.jsonl", "records.jsonl"):
+        path = eval_run / name
+        for line in path.read_text().splitlines() if path.is_file() else []:
+            row = json.loads(line)
+            row.pop("key", None)
+            row.get("cost", {}).pop("wall_s", None)
+            rows.append(row)
+    assert rows, eval_run
+    return rows
+
+
+def _main_job(tmp_path: Path, out: Path, threads: int, *extra: str) -> dict:
     pairrl = str(Path(sys.executable).with_name("pairrl"))
     cmd = [pairrl, "train", str(CONFIG), "--out", str(out), f"--set=model.path={tmp_path / 'm'}"]
-    cmd += [f"--set={o}" for o in SHORT]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    cmd += [f"--set={o}" for o in (*SHORT, *extra)]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warm start" in proc.stdout and "PairRL" in proc.stdout  # the table was printed
     assert "'loss'" not in proc.stdout  # TRL's step dicts go to the log, not the console
-    summary = json.loads((out / "summary.json").read_text())
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.slow
+def test_main_job_end_to_end_and_eval_reproduces_it(tmp_path: Path) -> None:
+    pairrl = str(Path(sys.executable).with_name("pairrl"))
+    out = tmp_path / "run"
+    # two threads: the baselines and the warm start's evaluation run in a second process
+    summary = _main_job(tmp_path, out, 2)
+    assert summary["side_by_side"] is True
     _check_summary(summary, out)
     assert (out / "train_log.jsonl").read_text().strip()
+    # one after the other in one process: the same numbers, model by model
+    alone = _main_job(tmp_path, tmp_path / "alone", 2, "recipe.options.side_by_side=false")
+    assert alone["side_by_side"] is False
+    assert alone["models"] == summary["models"]
+    # (a model this short writes mostly nothing right, so compare what it wrote: every
+    # sampled candidate and judgement, and the baseline's weights)
+    for name in MODELS:
+        for run in (name, f"{name}-shared"):
+            assert _records(out / "eval" / run) == _records(tmp_path / "alone" / "eval" / run)
+    weights = "baselines/grpo/final/model.safetensors"
+    assert (out / weights).read_bytes() == (tmp_path / "alone" / weights).read_bytes()
     # The benchmark run the main job made is a plain `pairrl eval` config: rerunning it
     # (from a fresh cache: samples, labels and judgements recomputed) gives the same numbers.
     config = json.loads((out / "eval" / "pairrl" / "config.json").read_text())

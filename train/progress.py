@@ -15,6 +15,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from pairrl.progress import Bar, bar
+
 __all__ = ["WATCHED", "StepProgress", "quiet_console"]
 
 # Shown on the bar when present in a log (short names and two decimals: the bar must fit
@@ -27,14 +29,13 @@ WATCHED = {
 
 
 class StepProgress(TrainerCallback):
-    """A rich progress bar over the optimiser steps; log dicts to a JSONL file."""
+    """A progress bar over the optimiser steps (``pairrl.progress``); log dicts to a JSONL file."""
 
     def __init__(self, label: str, log_path: Path | None, enabled: bool = True) -> None:
         self.label = label
         self.log_path = log_path
         self.enabled = enabled
-        self._progress: Any = None
-        self._task: Any = None
+        self._bar: Bar | None = None
         self._shown: dict[str, str] = {}
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -42,34 +43,12 @@ class StepProgress(TrainerCallback):
             return
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.enabled:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(bar_width=12),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[shown]}"),
-        )
-        self._progress.start()
-        self._task = self._progress.add_task(
-            self.label, total=state.max_steps, completed=state.global_step, shown=""
-        )
+        if self.enabled:
+            self._bar = bar(self.label, total=state.max_steps, completed=state.global_step)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, completed=state.global_step)
+        if self._bar is not None:
+            self._bar.update(completed=state.global_step)
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
@@ -82,14 +61,14 @@ class StepProgress(TrainerCallback):
         for key, short in WATCHED.items():
             if isinstance(logs.get(key), int | float):
                 self._shown[short] = f"{short} {float(logs[key]):.2f}"
-        if self._progress is not None:
-            self._progress.update(self._task, shown="  ".join(self._shown.values()))
+        if self._bar is not None:
+            self._bar.update(shown="  ".join(self._shown.values()))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, completed=state.global_step)
-            self._progress.stop()
-            self._progress = None
+        if self._bar is not None:
+            self._bar.update(completed=state.global_step)
+            self._bar.close()
+            self._bar = None
 
 
 def quiet_console(trainer: Any) -> None:

@@ -1,5 +1,6 @@
 """What training asks of a recipe (``pairrl.rollout.recipe`` holds the loader and the part
-the benchmark shares): warm-start conversations and an end-of-run hook.
+the benchmark shares): warm-start conversations, work to run beside training, and an
+end-of-run hook.
 
 The trainer owns everything else (the policy build, the one warm start, TRL,
 checkpoints), so a recipe never touches the training loop::
@@ -11,6 +12,7 @@ checkpoints), so a recipe never touches the training loop::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -33,6 +35,7 @@ class FinishedRun:
     log_history: list[dict[str, Any]]
     wall_s: dict[str, float] = field(default_factory=dict)
     started_at: float = 0.0  # time.time() when the run started
+    beside: Any = None  # what the recipe's ``before_training`` context yielded
 
 
 @runtime_checkable
@@ -43,6 +46,15 @@ class Recipe(TaskRecipe, Protocol):
         self, options: Any, seed: int, tasks: Sequence[Task]
     ) -> list[Conversation]:
         """Chat conversations (prompt and assistant target) for the supervised warm start."""
+        ...
+
+    def before_training(
+        self, cfg: Any, options: Any, run_dir: Path, warm_start_dir: Path | None
+    ) -> AbstractContextManager[Any]:
+        """Runs on the main process once the policy (and its warm start) is ready. The
+        context is entered around training and ``after_training``, so work it starts beside
+        training is stopped if training fails or is interrupted; what it yields reaches
+        ``after_training`` as ``run.beside``. ``contextlib.nullcontext()`` for nothing."""
         ...
 
     def after_training(self, cfg: Any, options: Any, run: FinishedRun) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""One training run, top to bottom: setup, tasks and policy, rollout and trainer, train,
-finish (final model, metrics file, the recipe's end-of-run hook).
+"""One training run, top to bottom: setup, tasks and policy, the recipe's work beside
+training, rollout and trainer, train, finish (final model, metrics file, the recipe's
+end-of-run hook).
 
 Runs on every process of an ``accelerate launch``; the main process builds the tiny model
 and the warm start (others wait), and only it writes files shared by the run.
@@ -11,6 +12,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -232,32 +234,43 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     started_at = time.time()
     if cfg.logging.console == "progress":
-        _quiet_libraries()
+        quiet_libraries()
     setup = _setup(cfg, plan, resume)
     source = _source(cfg)
     policy = prepare_policy(cfg, setup.run_dir, setup.state, source.conversations)
-    training = _trainer(cfg, setup, source, policy)
-    trainer = training.trainer
-    started = time.perf_counter()
-    try:
-        trainer.train(resume_from_checkpoint=setup.checkpoint)
-    finally:
-        training.executor.close()
-    wall = time.perf_counter() - started
-    stopped_at = training.on_signal.stopped_at_step
-    if stopped_at is not None:
-        # Interrupted: the checkpoint is the result; `--resume` continues from it.
-        return {
-            "main_process": setup.state.is_main_process,
-            "run_dir": str(setup.run_dir),
-            "interrupted_at_step": stopped_at,
-            "global_step": trainer.state.global_step,
-            "wall_s": round(wall, 2),
-        }
-    return _finish(cfg, setup, source, policy, training, wall, started_at)
+    with _beside_training(cfg, setup, source, policy) as beside:
+        training = _trainer(cfg, setup, source, policy)
+        trainer = training.trainer
+        started = time.perf_counter()
+        try:
+            trainer.train(resume_from_checkpoint=setup.checkpoint)
+        finally:
+            training.executor.close()
+        wall = time.perf_counter() - started
+        stopped_at = training.on_signal.stopped_at_step
+        if stopped_at is not None:
+            # Interrupted: the checkpoint is the result; `--resume` continues from it.
+            return {
+                "main_process": setup.state.is_main_process,
+                "run_dir": str(setup.run_dir),
+                "interrupted_at_step": stopped_at,
+                "global_step": trainer.state.global_step,
+                "wall_s": round(wall, 2),
+            }
+        return _finish(cfg, setup, source, policy, training, wall, started_at, beside)
 
 
-def _quiet_libraries() -> None:
+def _beside_training(
+    cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy
+) -> AbstractContextManager[Any]:
+    """The recipe's work beside training (on the main process), or nothing."""
+    if source.recipe is None or not setup.state.is_main_process:
+        return nullcontext()
+    recipe, options = source.recipe.recipe, source.recipe.options
+    return recipe.before_training(cfg, options, setup.run_dir, policy.warm_start_dir)
+
+
+def quiet_libraries() -> None:
     """No per-item progress bars from transformers (weights) and datasets (maps)."""
     import datasets
     import transformers
@@ -274,6 +287,7 @@ def _finish(
     training: _Training,
     wall: float,
     started_at: float,
+    beside: Any = None,
 ) -> dict[str, Any]:
     """Save the final model and the metrics file; run the recipe's hook; summarise."""
     run_dir, is_main, trainer = setup.run_dir, setup.state.is_main_process, training.trainer
@@ -294,6 +308,7 @@ def _finish(
             log_history=log_history,
             wall_s={"train": wall, **({"warm_start": report["wall_s"]} if report else {})},
             started_at=started_at,
+            beside=beside,
         )
         recipe_summary = source.recipe.recipe.after_training(cfg, source.recipe.options, finished)
     history = [row for row in log_history if "pairrl/solution_pass_rate" in row]

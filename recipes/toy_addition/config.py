@@ -114,3 +114,10 @@ class ToyAdditionOptions(PairrlModel):
     evaluate: bool = Field(
         default=True, description="evaluate after training (off for the baseline runs)"
     )
+    side_by_side: bool = Field(
+        default=True,
+        description="on a CPU run of one process with at least two torch threads: evaluate "
+        "the warm start, then train and evaluate the baselines, in a second process while "
+        "the run's own mode trains (each process on half the threads); the same numbers as "
+        "one after the other, in less wall time",
+    )

@@ -29,7 +29,9 @@ __all__ = ["SHARED_POOL_MODEL", "evaluate_models", "model_metrics", "train_basel
 SHARED_POOL_MODEL = "warm_start"  # whose candidates every judge is measured on
 
 
-def train_baselines(cfg: Any, options: ToyAdditionOptions, run: Any) -> dict[str, dict[str, Any]]:
+def train_baselines(
+    cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path
+) -> dict[str, dict[str, Any]]:
     """Train each baseline from the main run's warm start (``mode`` or ``mode@G``, G its
     group size), same seed and steps; {name: {final_dir, wall_s, log_history}}."""
     from pairrl.train.plan import resolve_plan
@@ -48,7 +50,7 @@ def train_baselines(cfg: Any, options: ToyAdditionOptions, run: Any) -> dict[str
             update={
                 "rollout": type(cfg.rollout).model_validate(rollout),
                 "model": cfg.model.model_copy(
-                    update={"path": str(run.warm_start_dir), "build_tiny": False}
+                    update={"path": str(warm_start_dir), "build_tiny": False}
                 ),
                 "warm_start": cfg.warm_start.model_copy(update={"steps": 0}),
                 "recipe": cfg.recipe.model_copy(update={"options": base_options.model_dump()}),
@@ -57,7 +59,7 @@ def train_baselines(cfg: Any, options: ToyAdditionOptions, run: Any) -> dict[str
                 ),
             }
         )
-        folder = run.run_dir / "baselines" / name.replace("@", "-g")
+        folder = run_dir / "baselines" / name.replace("@", "-g")
         started = time.perf_counter()
         summary = run_training(baseline, resolve_plan(baseline, out=str(folder)))
         out[name] = {
@@ -81,7 +83,8 @@ def eval_config(
     model_dir: Path,
     pool: Path | None = None,
 ) -> EvalConfig:
-    """The benchmark run for one model: on its own samples, or judging a given pool."""
+    """The benchmark run for one model: on its own samples, or judging a given pool.
+    ``out_dir`` is ``RUN/eval/<model>`` or ``RUN/eval/<model>-shared``."""
     sol, judge = cfg.sampling.solution, cfg.sampling.judgement
     swiss = f"swiss_{options.swiss_budget_per_candidate}n"
     if pool is None:
@@ -105,7 +108,11 @@ def eval_config(
     return EvalConfig.model_validate(
         {
             "out_dir": str(out_dir),
-            "cache_dir": str(out_dir.parent / "cache"),  # shared: one model's calls, reused
+            # one cache per model, for its two runs, one after the other: the pool run reuses
+            # the verdicts its own run sampled on identical pairs, and the judge's samples
+            # depend on its batch, so that reuse is part of the numbers. Never shared by two
+            # processes (the main job evaluates models side by side).
+            "cache_dir": str(out_dir.parent / "cache" / out_dir.name.removesuffix("-shared")),
             "recipe": {"name": cfg.recipe.name, "options": cfg.recipe.options},
             "candidates": candidates,
             "judge": {
@@ -139,10 +146,11 @@ def eval_config(
 def evaluate_models(
     cfg: Any, options: ToyAdditionOptions, run_dir: Path, models: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
-    """Both benchmark runs for every model (the shared pool's owner first); their summaries."""
+    """Both benchmark runs for every model (the shared pool's owner first: the others judge
+    its candidates); their summaries."""
     from pairrl.eval.runner import run_eval
 
-    order = [SHARED_POOL_MODEL, *[m for m in models if m != SHARED_POOL_MODEL]]
+    order = sorted(models, key=lambda m: m != SHARED_POOL_MODEL)
     summaries: dict[str, dict[str, Any]] = {}
     pool = run_dir / "eval" / SHARED_POOL_MODEL / "candidates.jsonl"
     for name in order:

@@ -1,13 +1,17 @@
 """The toy recipe as a ``pairrl.train.recipe.Recipe``: tasks, prompts, warm-start data, and
 the end-of-run held-out evaluation (``RUN/summary.json``, ``RUN/demo.png``, a table).
 
-``after_training`` evaluates the warm start and the final model on the held-out problems
-(the warm start's candidates also serve as a fixed pool that both judges face).
+``before_training`` starts the baselines and the warm start's evaluation beside training
+(``beside``); ``after_training`` evaluates the final model and every other on the
+held-out problems (the warm start's candidates also serve as a fixed pool that every judge
+faces).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
@@ -60,6 +64,16 @@ class ToyAdditionRecipe:
             overcounted_units_rate=options.teacher_overcounted_units,
             tens_only_check_rate=options.teacher_tens_only_check,
         )
+
+    def before_training(
+        self, cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path | None
+    ) -> AbstractContextManager[Any]:
+        """The comparison's work that needs only the warm start, started beside training."""
+        if not options.evaluate or warm_start_dir is None:
+            return nullcontext()
+        from pairrl.recipes.toy_addition.beside import Beside
+
+        return Beside(cfg, options, run_dir, warm_start_dir)
 
     def after_training(
         self, cfg: Any, options: ToyAdditionOptions, run: FinishedRun

@@ -1,6 +1,7 @@
 """The main job's outputs: ``summary.json``, ``demo.png`` and the table a user reads.
 
-``finish`` trains the baselines and evaluates every model (``experiment``), then writes:
+``finish`` evaluates the run's own model and collects the baselines and the other benchmark
+runs (``beside``, ``experiment``), then writes:
 
 * ``summary.json``: under ``models``, one entry per model (``warm_start``, each baseline,
   the run's own mode) with ``solution_pass_rate``, ``judge_balanced_accuracy`` (the fixed
@@ -8,7 +9,8 @@
   majority, swiss, oracle on the model's own candidates) and ``shared_pool`` (random,
   swiss, oracle with the model judging the warm start's candidates); ``verification_gain``
   (what pairwise verification added over GRPO, in points); the training curves; ``wall_s``
-  per stage and in total; the benchmark runs' folders.
+  per stage and in total (``side_by_side``: whether two processes shared them); the
+  benchmark runs' folders.
 * ``demo.png``: both runs' training curves and the held-out bars side by side.
 """
 
@@ -161,19 +163,20 @@ def _clean(value: Any) -> Any:
 
 def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
     """Baselines, benchmark runs, summary.json, demo.png, the table (see module docstring)."""
-    from pairrl.recipes.toy_addition.experiment import (
-        evaluate_models,
-        model_metrics,
-        train_baselines,
-    )
+    from pairrl.recipes.toy_addition.beside import Beside
+    from pairrl.recipes.toy_addition.experiment import evaluate_models, model_metrics
 
     mode = cfg.rollout.mode
-    baselines = train_baselines(cfg, options, run)
+    beside = run.beside or Beside(cfg, options, run.run_dir, run.warm_start_dir)
+    started = time.perf_counter()
+    evals = dict(beside.warm_start_evals())  # the pool the final model judges
+    evals.update(evaluate_models(cfg, options, run.run_dir, {mode: run.final_dir}))
+    baselines, baseline_evals = beside.baselines()
+    evals.update(baseline_evals)
+    beside.close()
+    eval_wall = time.perf_counter() - started
     models = {"warm_start": run.warm_start_dir, **{m: b["final_dir"] for m, b in baselines.items()}}
     models[mode] = run.final_dir
-    started = time.perf_counter()
-    evals = evaluate_models(cfg, options, run.run_dir, models)
-    eval_wall = time.perf_counter() - started
     swiss = f"swiss_{options.swiss_budget_per_candidate}n"
     metrics = {name: model_metrics(evals[name], evals[f"{name}-shared"], swiss) for name in models}
     curves = {mode: curves_from_log_history(run.log_history)}
@@ -182,6 +185,7 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
         "warm_start": run.wall_s.get("warm_start"),
         f"train_{mode}": run.wall_s.get("train"),
         **{f"train_{m}": b["wall_s"] for m, b in baselines.items()},
+        # after training: the benchmark runs of this process and the wait for the other's
         "eval": eval_wall,
         "total": time.time() - run.started_at if run.started_at else None,
     }
@@ -203,6 +207,7 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
         "verification_gain": verification_gain(metrics, mode),
         "curves": curves,
         "wall_s": wall,
+        "side_by_side": beside.side_by_side,
         "eval_runs": {name: str(run.run_dir / "eval" / name) for name in evals},
     }
     (run.run_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")

@@ -1,0 +1,152 @@
+"""The main job's second process: the warm start's benchmark runs and the baselines, beside
+the main run's training.
+
+A benchmark run on a tiny model is mostly Python and gains nothing from a second thread,
+and an RL run gains little (docs/experiments.md, "Wall time of the main job"), so on a CPU
+machine the main job runs as two processes, each on half the threads: this one trains the
+run's own mode and evaluates it; the other evaluates the warm start, then trains each
+baseline from it and evaluates those. Every run seeds itself, and each model's two
+benchmark runs keep one cache of their own, in order, so the numbers are those of running
+everything one after the other (``side_by_side: false``; the main job's test checks that
+both sample and judge the same). Both processes' bars share one display.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from pairrl.recipes.toy_addition.config import ToyAdditionOptions
+from pairrl.recipes.toy_addition.experiment import (
+    SHARED_POOL_MODEL,
+    evaluate_models,
+    train_baselines,
+)
+
+__all__ = ["Beside", "lane_threads"]
+
+
+def lane_threads(options: ToyAdditionOptions) -> int | None:
+    """Threads per process when the main job runs as two, else None (one after the other):
+    ``side_by_side`` on, a CPU run of one process, and at least two torch threads."""
+    import torch
+
+    if not options.side_by_side or torch.cuda.is_available() or not options.baselines:
+        return None
+    from accelerate import PartialState
+
+    if PartialState().num_processes > 1:
+        return None
+    threads = torch.get_num_threads()
+    return threads // 2 if threads >= 2 else None
+
+
+class Beside:
+    """Context for the main job's training: the second process's work, or (one process)
+    the same work done on demand in this one. ``warm_start_evals`` and ``baselines`` return
+    what ``evaluate_models`` and ``train_baselines`` would."""
+
+    def __init__(
+        self, cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path
+    ) -> None:
+        self.cfg, self.options = cfg, options
+        self.run_dir, self.warm_start_dir = run_dir, warm_start_dir
+        self.threads = lane_threads(options)
+        self._stack = ExitStack()
+        self._pool: ProcessPoolExecutor | None = None
+        self._warm: Future | None = None
+        self._rest: Future | None = None
+        self._restore_threads: int | None = None
+        self.side_by_side = False  # whether a second process does the work
+
+    def __enter__(self) -> Beside:
+        if self.threads is None:
+            return self
+        import multiprocessing
+
+        import torch
+
+        from pairrl.progress import board
+
+        shared = self._stack.enter_context(board())
+        link = shared.link() if shared is not None else None
+        self._restore_threads = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        self._pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_lane,
+            initargs=(link, self.threads, self.cfg.logging.console == "progress"),
+        )
+        self.side_by_side = True
+        args = (self.cfg, self.options, self.run_dir)
+        self._warm = self._pool.submit(
+            evaluate_models, *args, {SHARED_POOL_MODEL: self.warm_start_dir}
+        )
+        self._rest = self._pool.submit(_baselines_lane, *args, self.warm_start_dir)
+        return self
+
+    def warm_start_evals(self) -> dict[str, dict[str, Any]]:
+        """The warm start's two benchmark summaries (its own candidates, the shared pool)."""
+        if self._warm is not None:
+            return self._warm.result()
+        return evaluate_models(
+            self.cfg, self.options, self.run_dir, {SHARED_POOL_MODEL: self.warm_start_dir}
+        )
+
+    def baselines(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        """(``train_baselines``'s result, the baselines' benchmark summaries)."""
+        if self._rest is not None:
+            return self._rest.result()
+        return _baselines_lane(self.cfg, self.options, self.run_dir, self.warm_start_dir)
+
+    def close(self) -> None:
+        """Close the second process (its work collected) and the shared display."""
+        self._shutdown(terminate=False)
+
+    def __exit__(self, *_: object) -> None:
+        # Still open here: training failed or was interrupted, so the work is not wanted.
+        self._shutdown(terminate=True)
+
+    def _shutdown(self, terminate: bool) -> None:
+        if self._pool is not None:
+            if terminate:
+                # the executor has no public way to stop a running task before 3.14
+                for process in list(getattr(self._pool, "_processes", {}).values()):
+                    process.terminate()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._restore_threads is not None:
+            import torch
+
+            torch.set_num_threads(self._restore_threads)
+            self._restore_threads = None
+        self._stack.close()
+
+
+def _start_lane(link: Any, threads: int, quiet: bool) -> None:
+    """The second process's start: its share of the threads, its bars on the main display."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import torch
+
+    torch.set_num_threads(threads)
+    if quiet:
+        from pairrl.train.run import quiet_libraries
+
+        quiet_libraries()
+    if link is not None:
+        from pairrl.progress import attach
+
+        attach(link)
+
+
+def _baselines_lane(
+    cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Train the baselines from the warm start and evaluate each (the pool exists by now)."""
+    baselines = train_baselines(cfg, options, run_dir, warm_start_dir)
+    models = {name: b["final_dir"] for name, b in baselines.items()}
+    return baselines, evaluate_models(cfg, options, run_dir, models)

@@ -1,0 +1,56 @@
+"""Progress bars: a bar of its own outside a board; inside one, every bar (this process's
+and a child's, through the board's link) is a line of the one display."""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+from pairrl import progress
+
+
+def _child_stage(label: str) -> int:
+    """Runs in a spawned child attached to the parent's board."""
+    with progress.bar(label, total=3) as stage:
+        stage.advance(2)
+        stage.update(completed=3, shown="ver 0.50")
+    return 3
+
+
+def _tasks(board: progress.Board) -> dict[str, tuple[float, float | None, str]]:
+    return {t.description: (t.completed, t.total, t.fields["shown"]) for t in board.display.tasks}
+
+
+def test_a_childs_bars_are_drawn_on_the_parents_board() -> None:
+    with progress.board() as board:
+        assert board is not None
+        with progress.board() as inner:  # nested: the outer board draws
+            assert inner is None
+            mine = progress.bar("parent stage", total=5)
+        mine.advance(4)
+        pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=progress.attach,
+            initargs=(board.link(),),
+        )
+        with pool:
+            assert pool.submit(_child_stage, "child stage").result(timeout=120) == 3
+        mine.close()
+    # closing the board drained every message the child sent before it finished
+    assert _tasks(board) == {
+        "parent stage": (4, 5, ""),
+        "child stage": (3, 3, "ver 0.50"),
+    }
+
+
+def test_outside_a_board_a_bar_is_a_display_of_its_own() -> None:
+    stage = progress.bar("alone", total=2)
+    stage.advance(1)
+    stage.update(shown="pass 1.00")
+    stage.close()
+    stage.close()  # closing twice is harmless
+    with progress.board() as board:  # and a board can open after it
+        assert board is not None
+        progress.bar("next", total=1).advance(1)
+    assert _tasks(board) == {"next": (1, 1, "")}

@@ -5,9 +5,10 @@ and a short status text (``Bar.update(shown=...)``). Outside a board a bar is a 
 its own, closed with the bar. Inside ``board()`` every bar is a line of one shared display;
 ``Board.link()`` hands a child process what it needs to draw there as well (pass it to
 ``attach`` in the child, e.g. as a process pool's initializer), so stages running side by
-side in two processes show as two bars of one display, never as two displays fighting over
-the terminal. A child's bar updates travel through a queue; the parent draws them.
-"""
+side in two processes are bars of one display rather than two displays overwriting each
+other (what a child prints itself still goes straight to the console). A child's bar
+updates travel through a queue; the parent draws them. On a terminal the display is live;
+in a log file each bar prints its final line when it closes."""
 
 from __future__ import annotations
 
@@ -22,10 +23,15 @@ __all__ = ["Bar", "Board", "attach", "bar", "board"]
 
 Message = tuple[Any, ...]  # (kind, key, *arguments): open / update / advance / close
 
-# Where this process's bars go: the open board's `apply`, the parent board's queue (a
-# child attached to it), or None (each bar is a display of its own).
-_sink: Callable[[Message], None] | None = None
+# This process's open board, and where an attached child sends its bars (the parent
+# board's queue); with neither, each bar is a display of its own.
+_board: Board | None = None
+_remote: Callable[[Message], None] | None = None
 _keys = itertools.count()
+
+
+def _sink() -> Callable[[Message], None] | None:
+    return _board.apply if _board is not None else _remote
 
 
 def _display() -> Any:
@@ -58,14 +64,22 @@ def _display() -> Any:
 
 
 class Board:
-    """One display and the bars drawn on it, keyed by (process id, number)."""
+    """One display and the bars drawn on it, keyed by (process id, number). On a terminal
+    the display is live; in a log file each bar prints its line when it closes (and the
+    bars still open print theirs when the board closes)."""
 
     def __init__(self) -> None:
         self.display = _display()
+        self.live = self.display.console.is_terminal
         self._tasks: dict[Any, Any] = {}
         self._lock = threading.Lock()
         self._queue: Any = None
         self._drain: threading.Thread | None = None
+        self._finishing = threading.Event()
+
+    def start(self) -> None:
+        if self.live:
+            self.display.start()
 
     def apply(self, message: Message) -> None:
         """Draw one bar message (from this process or a child's queue)."""
@@ -87,7 +101,13 @@ class Board:
             elif kind == "advance":
                 self.display.advance(task, args[0])
             elif kind == "close":
-                del self._tasks[key]  # the finished bar stays on the display
+                del self._tasks[key]  # a finished bar stays on a live display
+                self._print([task])
+
+    def _print(self, task_ids: list[Any]) -> None:
+        if not self.live and task_ids:
+            rows = [t for t in self.display.tasks if t.id in task_ids]
+            self.display.console.print(self.display.make_tasks_table(rows))
 
     def link(self) -> Any:
         """A queue a child process passes to ``attach``; drained into this board."""
@@ -100,45 +120,64 @@ class Board:
         return self._queue
 
     def _drain_queue(self) -> None:
-        while (message := self._queue.get()) is not None:
-            self.apply(message)
+        from queue import Empty
+
+        while True:
+            try:
+                message = self._queue.get(timeout=0.1)
+            except Empty:
+                if self._finishing.is_set():
+                    return  # the children are gone and their messages drawn
+                continue
+            except (EOFError, OSError):
+                return  # the pipe broke (a child killed mid-message)
+            try:
+                self.apply(message)
+            except Exception:
+                continue  # a bad bar message must never stop a run
 
     def close(self) -> None:
-        if self._queue is not None:
-            self._queue.put(None)  # after every message a child sent before it
-            assert self._drain is not None
+        """Draw what the children sent (close it after they exit), then stop the display."""
+        if self._drain is not None:
+            self._finishing.set()
             self._drain.join(timeout=10)
-        self.display.stop()
+        with self._lock:
+            self._print(list(self._tasks.values()))
+            self._tasks.clear()
+        if self.live:
+            self.display.stop()
 
 
 @contextmanager
 def board() -> Iterator[Board | None]:
     """One display for every bar opened inside (and in children attached to its link).
-    Nested: the outer board is used, and None is yielded."""
-    global _sink
-    if _sink is not None:
-        yield None
+    Nested, the board already open is yielded (None in an attached child: its parent's)."""
+    global _board
+    if _board is not None or _remote is not None:
+        yield _board
         return
     shared = Board()
-    shared.display.start()
-    _sink = shared.apply
+    shared.start()
+    _board = shared
     try:
         yield shared
     finally:
-        _sink = None
+        _board = None
         shared.close()
 
 
 def attach(link: Any) -> None:
     """In a child process: draw this process's bars on the parent's board."""
-    global _sink
-    _sink = link.put
+    global _remote
+    _remote = link.put
 
 
 class Bar:
     """One stage's bar: ``update``, ``advance``, ``close`` (also as a context manager)."""
 
-    def __init__(self, send: Callable[[Message], None], on_close: Callable[[], None] | None):
+    def __init__(
+        self, send: Callable[[Message], None], on_close: Callable[[], None] | None
+    ) -> None:
         self._send = send
         self._key = (os.getpid(), next(_keys))
         self._on_close = on_close
@@ -167,11 +206,12 @@ class Bar:
 
 def bar(label: str, total: float, completed: float = 0) -> Bar:
     """Open a bar: on the board when one is open (or the parent's), else a display of its own."""
-    if _sink is not None:
-        opened = Bar(_sink, None)
+    send = _sink()
+    if send is not None:
+        opened = Bar(send, None)
     else:
         own = Board()
-        own.display.start()
+        own.start()
         opened = Bar(own.apply, own.close)
     opened._send(("open", opened._key, label, total, completed))
     return opened

@@ -6,6 +6,8 @@ from __future__ import annotations
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
+import pytest
+
 from pairrl import progress
 
 
@@ -25,7 +27,7 @@ def test_a_childs_bars_are_drawn_on_the_parents_board() -> None:
     with progress.board() as board:
         assert board is not None
         with progress.board() as inner:  # nested: the outer board draws
-            assert inner is None
+            assert inner is board
             mine = progress.bar("parent stage", total=5)
         mine.advance(4)
         pool = ProcessPoolExecutor(
@@ -54,3 +56,18 @@ def test_outside_a_board_a_bar_is_a_display_of_its_own() -> None:
         assert board is not None
         progress.bar("next", total=1).advance(1)
     assert _tasks(board) == {"next": (1, 1, "")}
+
+
+def test_in_a_log_file_each_bar_prints_its_line_when_it_closes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with progress.board() as board:
+        assert board is not None and not board.live  # pytest's stdout is no terminal
+        done = progress.bar("stage one", total=2)
+        progress.bar("stage two", total=4).advance(1)
+        done.advance(2)
+        done.close()
+        assert "stage one" in capsys.readouterr().out  # printed when it closed
+    out = capsys.readouterr().out
+    assert "stage two" in out and "1/4" in out  # still open: printed when the board closed
+    assert "stage one" not in out  # once only

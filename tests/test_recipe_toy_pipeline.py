@@ -86,7 +86,9 @@ def _main_job(tmp_path: Path, out: Path, threads: int, *extra: str) -> dict:
     pairrl = str(Path(sys.executable).with_name("pairrl"))
     cmd = [pairrl, "train", str(CONFIG), "--out", str(out), f"--set=model.path={tmp_path / 'm'}"]
     cmd += [f"--set={o}" for o in (*SHORT, *extra)]
+    # the threads asked for, and no GPU (side by side is for CPU runs)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    env["CUDA_VISIBLE_DEVICES"] = ""
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warm start" in proc.stdout and "PairRL" in proc.stdout  # the table was printed

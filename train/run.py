@@ -26,7 +26,7 @@ from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
 from pairrl.train.recipe import FinishedRun, resolve_recipe
 
-__all__ = ["run_training"]
+__all__ = ["quiet_libraries", "run_training"]
 
 
 @dataclass

@@ -14,6 +14,7 @@ both sample and judge the same). Both processes' bars share one display.
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
@@ -29,19 +30,20 @@ from pairrl.recipes.toy_addition.experiment import (
 __all__ = ["Beside", "lane_threads"]
 
 
-def lane_threads(options: ToyAdditionOptions) -> int | None:
-    """Threads per process when the main job runs as two, else None (one after the other):
-    ``side_by_side`` on, a CPU run of one process, and at least two torch threads."""
+def lane_threads(options: ToyAdditionOptions) -> tuple[int, int] | None:
+    """(this process's, the second's) threads when the main job runs as two, else None (one
+    after the other): ``side_by_side`` on, a CPU run of one process, two or more threads."""
     import torch
 
-    if not options.side_by_side or torch.cuda.is_available() or not options.baselines:
+    accelerator = torch.cuda.is_available() or torch.backends.mps.is_available()
+    if not options.side_by_side or accelerator or not options.baselines:
         return None
     from accelerate import PartialState
 
     if PartialState().num_processes > 1:
         return None
     threads = torch.get_num_threads()
-    return threads // 2 if threads >= 2 else None
+    return (threads - threads // 2, threads // 2) if threads >= 2 else None
 
 
 class Beside:
@@ -57,14 +59,21 @@ class Beside:
         self.threads = lane_threads(options)
         self._stack = ExitStack()
         self._pool: ProcessPoolExecutor | None = None
-        self._warm: Future | None = None
-        self._rest: Future | None = None
+        self._warm: Future[Any] | None = None
+        self._rest: Future[Any] | None = None
         self._restore_threads: int | None = None
         self.side_by_side = False  # whether a second process does the work
 
     def __enter__(self) -> Beside:
-        if self.threads is None:
-            return self
+        if self.threads is not None:
+            try:
+                self._start(*self.threads)
+            except BaseException:
+                self._shutdown(terminate=True)
+                raise
+        return self
+
+    def _start(self, mine: int, theirs: int) -> None:
         import multiprocessing
 
         import torch
@@ -74,12 +83,12 @@ class Beside:
         shared = self._stack.enter_context(board())
         link = shared.link() if shared is not None else None
         self._restore_threads = torch.get_num_threads()
-        torch.set_num_threads(self.threads)
+        torch.set_num_threads(mine)
         self._pool = ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_lane,
-            initargs=(link, self.threads, self.cfg.logging.console == "progress"),
+            initargs=(link, theirs, self.cfg.logging.console == "progress"),
         )
         self.side_by_side = True
         args = (self.cfg, self.options, self.run_dir)
@@ -87,7 +96,8 @@ class Beside:
             evaluate_models, *args, {SHARED_POOL_MODEL: self.warm_start_dir}
         )
         self._rest = self._pool.submit(_baselines_lane, *args, self.warm_start_dir)
-        return self
+        for future in (self._warm, self._rest):
+            future.add_done_callback(_report_failure)
 
     def warm_start_evals(self) -> dict[str, dict[str, Any]]:
         """The warm start's two benchmark summaries (its own candidates, the shared pool)."""
@@ -112,19 +122,32 @@ class Beside:
         self._shutdown(terminate=True)
 
     def _shutdown(self, terminate: bool) -> None:
-        if self._pool is not None:
-            if terminate:
-                # the executor has no public way to stop a running task before 3.14
-                for process in list(getattr(self._pool, "_processes", {}).values()):
-                    process.terminate()
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-        if self._restore_threads is not None:
-            import torch
+        try:
+            if self._pool is not None:
+                if terminate:
+                    # SIGKILL: a baseline run would take SIGTERM as "checkpoint, then stop".
+                    # (The executor has no public way to stop a running task before 3.14.)
+                    for process in list(getattr(self._pool, "_processes", {}).values()):
+                        process.kill()
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+        finally:
+            if self._restore_threads is not None:
+                import torch
 
-            torch.set_num_threads(self._restore_threads)
-            self._restore_threads = None
-        self._stack.close()
+                torch.set_num_threads(self._restore_threads)
+                self._restore_threads = None
+            self._stack.close()
+
+
+def _report_failure(future: Future[Any]) -> None:
+    """Say at once that the second process failed (its error is raised when collected)."""
+    if not future.cancelled() and future.exception() is not None:
+        print(
+            f"the main job's second process failed ({future.exception()!r}); its error is "
+            "raised when training ends",
+            file=sys.stderr,
+        )
 
 
 def _start_lane(link: Any, threads: int, quiet: bool) -> None:

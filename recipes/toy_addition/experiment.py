@@ -17,6 +17,7 @@ reproduces it):
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,15 @@ def train_baselines(
             }
         )
         folder = run_dir / "baselines" / name.replace("@", "-g")
+        if folder.is_dir() and not (folder / "final").is_dir():
+            shutil.rmtree(folder)  # stopped before its end, as the main job was: train again
         started = time.perf_counter()
         summary = run_training(baseline, resolve_plan(baseline, out=str(folder)))
+        if "final_model" not in summary:
+            raise RuntimeError(
+                f"the {name} baseline stopped at step {summary.get('interrupted_at_step')} "
+                "(a signal): run the main job again to train it"
+            )
         out[name] = {
             "final_dir": Path(summary["final_model"]),
             "wall_s": time.perf_counter() - started,
@@ -108,10 +116,8 @@ def eval_config(
     return EvalConfig.model_validate(
         {
             "out_dir": str(out_dir),
-            # one cache per model, for its two runs, one after the other: the pool run reuses
-            # the verdicts its own run sampled on identical pairs, and the judge's samples
-            # depend on its batch, so that reuse is part of the numbers. Never shared by two
-            # processes (the main job evaluates models side by side).
+            # one per model, for its two runs in turn: the pool run's numbers include the
+            # verdicts it reuses from the own run (docs/experiments.md, side by side)
             "cache_dir": str(out_dir.parent / "cache" / out_dir.name.removesuffix("-shared")),
             "recipe": {"name": cfg.recipe.name, "options": cfg.recipe.options},
             "candidates": candidates,

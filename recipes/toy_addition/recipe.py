@@ -78,8 +78,9 @@ class ToyAdditionRecipe:
     def after_training(
         self, cfg: Any, options: ToyAdditionOptions, run: FinishedRun
     ) -> dict[str, Any]:
-        """Train the baselines from the same warm start, evaluate every model with the
-        benchmark, write ``summary.json``, ``demo.png`` and the table; returns the headline."""
+        """Evaluate the final model, collect the baselines and the other benchmark runs
+        (``run.beside``), write ``summary.json``, ``demo.png`` and the table; returns the
+        headline."""
         if not options.evaluate:  # a baseline run: the main run evaluates it
             return {"evaluated": False}
         if run.warm_start_dir is None:

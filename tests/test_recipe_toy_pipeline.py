@@ -76,10 +76,19 @@ def _records(eval_run: Path) -> list[dict]:
         for line in path.read_text().splitlines() if path.is_file() else []:
             row = json.loads(line)
             row.pop("key", None)
-            row.get("cost", {}).pop("wall_s", None)
-            rows.append(row)
+            rows.append(_without_wall_times(row))
     assert rows, eval_run
     return rows
+
+
+def _without_wall_times(value: object) -> object:
+    """``value`` with every ``wall_s`` removed, at any depth (a candidate's label and a
+    record's cost each time their work)."""
+    if isinstance(value, dict):
+        return {k: _without_wall_times(v) for k, v in value.items() if k != "wall_s"}
+    if isinstance(value, list):
+        return [_without_wall_times(v) for v in value]
+    return value
 
 
 def _main_job(tmp_path: Path, out: Path, threads: int, *extra: str) -> dict:

@@ -147,6 +147,31 @@ def test_recipe_errors_name_the_field(tmp_path: Path, monkeypatch: pytest.Monkey
         resolve_recipe(cfg.recipe)
 
 
+def test_a_recipe_without_work_beside_training_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextlib import nullcontext
+
+    from pairrl.train.recipe import beside_training, resolve_recipe
+
+    # every required member, delegated to the toy recipe; no before_training
+    members = ["training_tasks", "heldout_tasks", "prompt_kit", "warm_start_conversations"]
+    (tmp_path / "plain_recipe.py").write_text(
+        "from pairrl.recipes.toy_addition.recipe import ToyAdditionRecipe\n"
+        "TOY = ToyAdditionRecipe()\n"
+        "class Plain:\n"
+        "    options_model = TOY.options_model\n"
+        + "".join(f"    {m} = TOY.{m}\n" for m in [*members, "after_training"])
+        + "RECIPE = Plain()\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(CONFIGS / "toy_cpu.yaml", TrainConfig, ["recipe.name=plain_recipe"])
+    loaded = resolve_recipe(cfg.recipe)
+    assert not hasattr(loaded.recipe, "before_training")
+    context = beside_training(loaded.recipe, cfg, loaded.options, tmp_path, None)
+    assert isinstance(context, nullcontext)
+
+
 def test_per_sample_type_normalisation_needs_the_dapo_loss() -> None:
     ok = parse_config(_base() | {"loss": {"token_normalisation": "per_sample_type"}}, TrainConfig)
     assert ok.loss.token_normalisation == "per_sample_type"

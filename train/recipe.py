@@ -12,7 +12,7 @@ checkpoints), so a recipe never touches the training loop::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -22,7 +22,7 @@ from pairrl.rollout.prompt_kit import Conversation
 from pairrl.rollout.recipe import LoadedRecipe, RecipeConfig, TaskRecipe
 from pairrl.rollout.recipe import resolve_recipe as _resolve
 
-__all__ = ["FinishedRun", "Recipe", "resolve_recipe"]
+__all__ = ["FinishedRun", "Recipe", "beside_training", "resolve_recipe"]
 
 
 @dataclass(frozen=True)
@@ -40,21 +40,16 @@ class FinishedRun:
 
 @runtime_checkable
 class Recipe(TaskRecipe, Protocol):
-    """A recipe training can run: the benchmark's part, warm-start data, a final hook."""
+    """A recipe training can run: the benchmark's part, warm-start data, a final hook.
+
+    One hook is optional: ``before_training(cfg, options, run_dir, warm_start_dir)``, a
+    context manager (see ``beside_training``) for work to run beside training.
+    """
 
     def warm_start_conversations(
         self, options: Any, seed: int, tasks: Sequence[Task]
     ) -> list[Conversation]:
         """Chat conversations (prompt and assistant target) for the supervised warm start."""
-        ...
-
-    def before_training(
-        self, cfg: Any, options: Any, run_dir: Path, warm_start_dir: Path | None
-    ) -> AbstractContextManager[Any]:
-        """Runs on the main process once the policy (and its warm start) is ready. The
-        context is entered around training and ``after_training``, so work it starts beside
-        training is stopped if training fails or is interrupted; what it yields reaches
-        ``after_training`` as ``run.beside``. ``contextlib.nullcontext()`` for nothing."""
         ...
 
     def after_training(self, cfg: Any, options: Any, run: FinishedRun) -> dict[str, Any]:
@@ -65,3 +60,17 @@ class Recipe(TaskRecipe, Protocol):
 def resolve_recipe(config: RecipeConfig | None) -> LoadedRecipe | None:
     """The configured recipe, checked to be one training can run, with its options."""
     return _resolve(config, Recipe)
+
+
+def beside_training(
+    recipe: Recipe, cfg: Any, options: Any, run_dir: Path, warm_start_dir: Path | None
+) -> AbstractContextManager[Any]:
+    """The recipe's optional ``before_training`` context, or an empty one.
+
+    It runs on the main process once the policy (and its warm start) is ready, and is
+    entered around training and ``after_training``, so work it starts beside training is
+    stopped if training fails or is interrupted; what it yields reaches ``after_training``
+    as ``run.beside``.
+    """
+    hook = getattr(recipe, "before_training", None)
+    return nullcontext() if hook is None else hook(cfg, options, run_dir, warm_start_dir)

@@ -24,7 +24,7 @@ from pairrl.rollout.recipe import LoadedRecipe
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
-from pairrl.train.recipe import FinishedRun, resolve_recipe
+from pairrl.train.recipe import FinishedRun, beside_training, resolve_recipe
 
 __all__ = ["quiet_libraries", "run_training"]
 
@@ -267,7 +267,7 @@ def _beside_training(
     if source.recipe is None or not setup.state.is_main_process:
         return nullcontext()
     recipe, options = source.recipe.recipe, source.recipe.options
-    return recipe.before_training(cfg, options, setup.run_dir, policy.warm_start_dir)
+    return beside_training(recipe, cfg, options, setup.run_dir, policy.warm_start_dir)
 
 
 def quiet_libraries() -> None:

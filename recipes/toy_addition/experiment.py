@@ -17,6 +17,7 @@ reproduces it):
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -25,62 +26,98 @@ from typing import Any
 from pairrl.eval.config import EvalConfig
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 
-__all__ = ["SHARED_POOL_MODEL", "evaluate_models", "model_metrics", "train_baselines"]
+__all__ = [
+    "SHARED_POOL_MODEL",
+    "baseline_config",
+    "evaluate_models",
+    "model_metrics",
+    "train_baselines",
+]
 
 SHARED_POOL_MODEL = "warm_start"  # whose candidates every judge is measured on
+BASELINE_DONE = "baseline.json"  # written when a baseline ran to its end: its wall time
 
 
 def train_baselines(
     cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path
 ) -> dict[str, dict[str, Any]]:
     """Train each baseline from the main run's warm start (``mode`` or ``mode@G``, G its
-    group size), same seed and steps; {name: {final_dir, wall_s, log_history}}."""
-    from pairrl.train.plan import resolve_plan
-    from pairrl.train.run import run_training
-
+    group size), same seed and steps; {name: {final_dir, wall_s, log_history}}. A baseline
+    that a stopped main job had already finished, with the same config, is reused."""
     out: dict[str, dict[str, Any]] = {}
     for name in options.baselines:
         if name == cfg.rollout.mode:
             continue
-        mode, _, group = name.partition("@")
-        rollout = {**cfg.rollout.model_dump(), "mode": mode}
-        if group:
-            rollout["group_size"] = int(group)
-        base_options = options.model_copy(update={"baselines": [], "evaluate": False})
-        baseline = cfg.model_copy(
-            update={
-                "rollout": type(cfg.rollout).model_validate(rollout),
-                "model": cfg.model.model_copy(
-                    update={"path": str(warm_start_dir), "build_tiny": False}
-                ),
-                "warm_start": cfg.warm_start.model_copy(update={"steps": 0}),
-                "recipe": cfg.recipe.model_copy(update={"options": base_options.model_dump()}),
-                "logging": cfg.logging.model_copy(
-                    update={"run_name": f"{cfg.logging.run_name}-{name}"}
-                ),
-            }
-        )
+        baseline = baseline_config(cfg, options, name, warm_start_dir)
         folder = run_dir / "baselines" / name.replace("@", "-g")
-        if folder.is_dir() and not (folder / "final").is_dir():
-            shutil.rmtree(folder)  # stopped before its end, as the main job was: train again
-        started = time.perf_counter()
-        summary = run_training(baseline, resolve_plan(baseline, out=str(folder)))
-        if "final_model" not in summary:
-            raise RuntimeError(
-                f"the {name} baseline stopped at step {summary.get('interrupted_at_step')} "
-                "(a signal): run the main job again to train it"
-            )
-        out[name] = {
-            "final_dir": Path(summary["final_model"]),
-            "wall_s": time.perf_counter() - started,
-            "log_history": _read_log(folder / "metrics.jsonl"),
-        }
+        out[name] = _finished_baseline(baseline, folder) or _train_baseline(baseline, folder)
     return out
 
 
-def _read_log(path: Path) -> list[dict[str, Any]]:
-    import json
+def baseline_config(cfg: Any, options: ToyAdditionOptions, name: str, warm_start_dir: Path) -> Any:
+    """The main run's config with the baseline's mode (and group size), from the warm start."""
+    mode, _, group = name.partition("@")
+    rollout = {**cfg.rollout.model_dump(), "mode": mode}
+    if group:
+        rollout["group_size"] = int(group)
+    base_options = options.model_copy(update={"baselines": [], "evaluate": False})
+    return cfg.model_copy(
+        update={
+            "rollout": type(cfg.rollout).model_validate(rollout),
+            "model": cfg.model.model_copy(
+                update={"path": str(warm_start_dir), "build_tiny": False}
+            ),
+            "warm_start": cfg.warm_start.model_copy(update={"steps": 0}),
+            "recipe": cfg.recipe.model_copy(update={"options": base_options.model_dump()}),
+            "logging": cfg.logging.model_copy(
+                update={"run_name": f"{cfg.logging.run_name}-{name}"}
+            ),
+        }
+    )
 
+
+def _finished_baseline(baseline: Any, folder: Path) -> dict[str, Any] | None:
+    """The baseline in ``folder`` if it ran to its end with this config; None if there is
+    none; an error if the one there was trained with another config."""
+    done = folder / BASELINE_DONE
+    if not done.is_file():
+        return None
+    trained = json.loads((folder / "config.json").read_text())
+    if trained != json.loads(json.dumps(baseline.model_dump())):
+        raise RuntimeError(
+            f"{folder} holds a baseline trained with another config: remove that folder to "
+            "train it again with this one, or choose a new --out"
+        )
+    return {
+        "final_dir": folder / "final",
+        "wall_s": json.loads(done.read_text())["wall_s"],
+        "log_history": _read_log(folder / "metrics.jsonl"),
+    }
+
+
+def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
+    from pairrl.train.plan import resolve_plan
+    from pairrl.train.run import run_training
+
+    if folder.is_dir():
+        shutil.rmtree(folder)  # stopped before its end, as the main job was: train again
+    started = time.perf_counter()
+    summary = run_training(baseline, resolve_plan(baseline, out=str(folder)))
+    if "final_model" not in summary:
+        raise RuntimeError(
+            f"the baseline in {folder} stopped at step "
+            f"{summary.get('interrupted_at_step')} (a signal): run the main job again to train it"
+        )
+    wall = time.perf_counter() - started
+    (folder / BASELINE_DONE).write_text(json.dumps({"wall_s": wall}))
+    return {
+        "final_dir": Path(summary["final_model"]),
+        "wall_s": wall,
+        "log_history": _read_log(folder / "metrics.jsonl"),
+    }
+
+
+def _read_log(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 

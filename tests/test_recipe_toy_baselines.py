@@ -1,0 +1,76 @@
+"""The main job's baselines on a run started again: one that ran to its end with the same
+config is reused, one stopped before its end is trained again, and one trained with
+another config is refused with what to do (nothing of it removed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pairrl.config import load_config
+from pairrl.recipes.toy_addition import experiment
+from pairrl.train.config import TrainConfig
+from pairrl.train.recipe import resolve_recipe
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "toy_cpu.yaml"
+LOG = [{"step": 1, "loss": 0.5}]
+
+
+def _main_job(tmp_path: Path) -> tuple[TrainConfig, Any, Path, Path]:
+    cfg = load_config(CONFIG, TrainConfig)
+    options = resolve_recipe(cfg.recipe).options
+    assert options.baselines == ["grpo"]
+    return cfg, options, tmp_path / "run", tmp_path / "run" / "warm_start"
+
+
+def _fake_training(calls: list[Path]):
+    """Stands in for the trainer: writes what a finished run writes."""
+
+    def run_training(cfg: TrainConfig, plan: Any) -> dict[str, Any]:
+        folder = Path(plan.output_dir)
+        calls.append(folder)
+        (folder / "final").mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps(cfg.model_dump(), indent=2))
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in LOG))
+        return {"final_model": str(folder / "final")}
+
+    return run_training
+
+
+def test_a_finished_baseline_is_reused_and_a_stopped_one_trained_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import pairrl.train.run
+
+    calls: list[Path] = []
+    monkeypatch.setattr(pairrl.train.run, "run_training", _fake_training(calls))
+    cfg, options, run_dir, warm = _main_job(tmp_path)
+    folder = run_dir / "baselines" / "grpo"
+    (folder / "checkpoint-20").mkdir(parents=True)  # stopped at step 20
+    first = experiment.train_baselines(cfg, options, run_dir, warm)
+    assert calls == [folder]  # trained again, from nothing
+    assert not (folder / "checkpoint-20").exists()
+    assert first["grpo"]["log_history"] == LOG
+    # started again after the baseline finished: reused, with its recorded wall time
+    again = experiment.train_baselines(cfg, options, run_dir, warm)
+    assert calls == [folder]
+    assert again == first
+
+
+def test_a_baseline_trained_with_another_config_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import pairrl.train.run
+
+    calls: list[Path] = []
+    monkeypatch.setattr(pairrl.train.run, "run_training", _fake_training(calls))
+    cfg, options, run_dir, warm = _main_job(tmp_path)
+    experiment.train_baselines(cfg, options, run_dir, warm)
+    other = cfg.model_copy(update={"seed": cfg.seed + 1})
+    with pytest.raises(RuntimeError, match="another config: remove that folder"):
+        experiment.train_baselines(other, options, run_dir, warm)
+    assert len(calls) == 1
+    assert (run_dir / "baselines" / "grpo" / "final").is_dir()

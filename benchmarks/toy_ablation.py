@@ -12,6 +12,14 @@ prints one table (mean and spread over seeds, in points) and writes ``ablation.j
 not rerun (resume). ``--jobs 2`` runs two seeds side by side (one core each on a 2-core
 machine, about twice the wall time each: each seed gets ``cores // jobs`` threads unless
 ``OMP_NUM_THREADS`` is set). Extra ``--set`` overrides apply to every run.
+
+``--evaluate-from DIR`` trains nothing: it evaluates the models an earlier ablation in DIR
+trained (``DIR/seedS``, with that run's own config) again with this checkout's benchmark,
+into ``--out``, and keeps DIR's training curves and wall times. For re-measuring after a
+change to the benchmark, on the same weights:
+
+    .venv/bin/python benchmarks/toy_ablation.py --evaluate-from runs/toy_ablation \
+        --out runs/toy_ablation_eval --jobs 2
 """
 
 from __future__ import annotations
@@ -88,6 +96,62 @@ def run_seed(
     return json.loads((run_dir / "summary.json").read_text())
 
 
+def evaluate_seed(source: Path, out: Path, seed: int) -> dict:
+    """Seed ``seed``'s models from ``source`` evaluated again into ``out/seedS``: the
+    source's summary with its ``models`` and ``verification_gain`` measured anew."""
+    from pairrl.recipes.toy_addition.experiment import (
+        evaluate_models,
+        model_metrics,
+        trained_models,
+    )
+    from pairrl.recipes.toy_addition.report import verification_gain
+    from pairrl.train.config import TrainConfig
+    from pairrl.train.recipe import resolve_recipe
+
+    trained, run_dir = source / f"seed{seed}", out / f"seed{seed}"
+    if (run_dir / "summary.json").is_file():
+        print(f"reusing {run_dir}/summary.json", flush=True)
+        return json.loads((run_dir / "summary.json").read_text())
+    cfg = TrainConfig.model_validate(json.loads((trained / "config.json").read_text()))
+    options = resolve_recipe(cfg.recipe).options
+    models = trained_models(cfg, options, trained)
+    missing = [str(path) for path in models.values() if not (path / "config.json").is_file()]
+    if missing:
+        raise SystemExit(f"seed {seed}: no trained model in {', '.join(missing)}")
+    started = time.perf_counter()
+    evals = evaluate_models(cfg, options, run_dir, models)
+    swiss = f"swiss_{options.swiss_budget_per_candidate}n"
+    metrics = {name: model_metrics(evals[name], evals[f"{name}-shared"], swiss) for name in models}
+    summary = json.loads((trained / "summary.json").read_text())
+    summary |= {
+        "models": metrics,
+        "verification_gain": verification_gain(metrics, cfg.rollout.mode),
+        "evaluated_from": str(trained),
+        "eval_runs": {name: str(run_dir / "eval" / name) for name in evals},
+    }
+    summary["wall_s"] = {**summary.get("wall_s", {}), "eval": time.perf_counter() - started}
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    print(f"seed {seed} evaluated in {time.perf_counter() - started:.0f} s", flush=True)
+    return summary
+
+
+def evaluate_seeds(
+    source: Path, out: Path, seeds: list[int], jobs: int, env: dict[str, str]
+) -> dict[int, dict]:
+    """:func:`evaluate_seed` for every seed, ``jobs`` seeds side by side (one process each,
+    with ``env``'s thread count)."""
+    if jobs == 1:
+        return {seed: evaluate_seed(source, out, seed) for seed in seeds}
+    cmd = [sys.executable, __file__, "--evaluate-from", str(source), "--out", str(out)]
+    with ThreadPoolExecutor(jobs) as pool:
+        for code in pool.map(
+            lambda seed: subprocess.run([*cmd, "--seeds", str(seed)], env=env).returncode, seeds
+        ):
+            if code != 0:
+                raise SystemExit(f"evaluating a seed failed (exit {code})")
+    return {seed: evaluate_seed(source, out, seed) for seed in seeds}  # read back
+
+
 def aggregate(summaries: dict[int, dict]) -> dict[str, dict[str, dict[str, Any]]]:
     """Per model and metric: every seed's value, the mean and the sample spread (points).
 
@@ -145,14 +209,24 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds to run")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="k=v")
     parser.add_argument("--jobs", type=int, default=1, help="seeds run side by side")
+    parser.add_argument(
+        "--evaluate-from",
+        type=Path,
+        help="train nothing: evaluate the models of the ablation in this folder again",
+    )
     args = parser.parse_args()
     exe, out = _pairrl_executable(), Path(args.out)
     env = child_env(args.jobs, dict(os.environ), os.cpu_count() or 1)
-    with ThreadPoolExecutor(args.jobs) as pool:
-        done = pool.map(
-            lambda s: run_seed(exe, args.config, out, s, args.overrides, env), args.seeds
-        )
-        summaries = dict(zip(args.seeds, done, strict=True))
+    if args.evaluate_from is not None and args.evaluate_from.resolve() == out.resolve():
+        parser.error("--evaluate-from and --out must be different folders")
+    if args.evaluate_from is not None:
+        summaries = evaluate_seeds(args.evaluate_from, out, args.seeds, args.jobs, env)
+    else:
+        with ThreadPoolExecutor(args.jobs) as pool:
+            done = pool.map(
+                lambda s: run_seed(exe, args.config, out, s, args.overrides, env), args.seeds
+            )
+            summaries = dict(zip(args.seeds, done, strict=True))
     table = aggregate(summaries)
     text = format_table(table, args.seeds)
     walls = {s: round(v.get("wall_s", {}).get("total", 0.0)) for s, v in summaries.items()}

@@ -161,7 +161,9 @@ def create_app(sampler: Any, model_name: str, default_max_tokens: int = 16) -> A
             top_logprobs=top,
         )
         with lock:
-            rows = sampler.generate(prompts, req.n, params)
+            # the request's seed is its prompts' seed, as on vLLM's server
+            seeds = None if req.seed is None else [req.seed] * len(prompts)
+            rows = sampler.generate(prompts, req.n, params, seeds=seeds)
         for row in rows:
             for c in row:
                 if c.error is not None:

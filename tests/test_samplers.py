@@ -15,7 +15,7 @@ from pairrl.rollout.samplers import (
     SamplingParams,
     is_continuation,
 )
-from pairrl.rollout.samplers.base import logaddexp, prompt_seed
+from pairrl.rollout.samplers.base import logaddexp, prompt_seeds
 from pairrl.rollout.samplers.hf import nucleus_filter, pick_tokens
 
 CHAT = [{"role": "user", "content": "write a python function that returns the sum"}]
@@ -79,11 +79,29 @@ def test_batched_pick_draws_what_multinomial_draws() -> None:
                 assert torch.equal(mine[b].get_state(), theirs[b].get_state())
 
 
-def test_logaddexp_and_prompt_seed() -> None:
+def test_logaddexp_and_prompt_seeds() -> None:
     assert logaddexp(0.0, 0.0) == pytest.approx(0.6931471805599453)  # log 2
     assert logaddexp(-float("inf"), -1.5) == -1.5
-    assert prompt_seed(7, 0) == 7  # prompt 0 keeps the seed (what a one-prompt request sends)
-    assert prompt_seed(7, 1) != prompt_seed(7, 2)
+    a, b = "def add(x, y):", [{"role": "user", "content": "hi"}]
+    seeds = prompt_seeds(7, [a, b, a])
+    # a prompt's seed is its own wherever it stands; a repeat in the call is a fresh draw
+    assert prompt_seeds(7, [b, a]) == [seeds[1], seeds[0]]
+    assert len(set(seeds)) == 3
+    assert prompt_seeds(8, [a]) != prompt_seeds(7, [a])
+    assert all(0 <= s < 2**31 - 1 for s in seeds)
+    assert prompt_seeds(7, [a]) == [1435426849]  # stable across processes and machines
+
+
+def test_a_prompt_samples_alike_in_any_call(sampler: HFSampler) -> None:
+    params = SamplingParams(temperature=1.0, max_tokens=8, seed=11)
+    # (the tokens drawn; their log-probabilities differ in the last bits with the padding)
+    tokens = lambda rows: [[c.token_ids for c in row] for row in rows]  # noqa: E731
+    alone = tokens([sampler.generate([p], 2, params)[0] for p in PROMPTS])
+    assert tokens(sampler.generate(PROMPTS[::-1], 2, params)[::-1]) == alone
+    # the same prompt twice in one call: the first as alone, the second a fresh draw
+    twice = tokens(sampler.generate([PROMPTS[0], PROMPTS[0]], 1, params))
+    assert twice[0][0] == alone[0][0]
+    assert twice[1][0] != twice[0][0]
 
 
 def test_protocol_and_shapes(sampler: HFSampler) -> None:

@@ -209,6 +209,9 @@ def test_server_killed_mid_run_fails_then_resumes(
         candidates__k=4,
         candidates__batch_size=1,  # one request per task: the kill lands between tasks
         selectors=["random", "oracle", "all_pairs"],
+        # the tiny judge garbles a rating now and then; the kill fails a whole task's
+        # samples (4 of 32, 12.5%) or more
+        gate={"tolerance": 0.1},
     )
     outcome, after_kill_s, cached = _killed_run(server, cfg, sig)
     assert after_kill_s < KILL_DEADLINE_S, f"{after_kill_s:.1f} s after the kill"
@@ -234,6 +237,7 @@ def test_server_killed_mid_run_fails_then_resumes(
 
     rerun = run_eval(cfg, show_progress=False)
     assert rerun.gate.verdict == "PASS", rerun.gate.reasons
+    assert rerun.gate.stages["samples"]["failed"] == 0, rerun.gate.stages
     # resumed: only the tasks whose samples failed were sampled again
     assert len(samples.read_text().splitlines()) - before == failed_tasks
     assert cached >= 2

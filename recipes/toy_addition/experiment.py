@@ -29,9 +29,11 @@ from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 __all__ = [
     "SHARED_POOL_MODEL",
     "baseline_config",
+    "baseline_folder",
     "evaluate_models",
     "model_metrics",
     "train_baselines",
+    "trained_models",
 ]
 
 SHARED_POOL_MODEL = "warm_start"  # whose candidates every judge is measured on
@@ -49,9 +51,24 @@ def train_baselines(
         if name == cfg.rollout.mode:
             continue
         baseline = baseline_config(cfg, options, name, warm_start_dir)
-        folder = run_dir / "baselines" / name.replace("@", "-g")
+        folder = baseline_folder(run_dir, name)
         out[name] = _finished_baseline(baseline, folder) or _train_baseline(baseline, folder)
     return out
+
+
+def baseline_folder(run_dir: Path, name: str) -> Path:
+    """Where the main job in ``run_dir`` trains the baseline ``name`` (``grpo@4``: grpo-g4)."""
+    return run_dir / "baselines" / name.replace("@", "-g")
+
+
+def trained_models(cfg: Any, options: ToyAdditionOptions, run_dir: Path) -> dict[str, Path]:
+    """Every model a finished main job in ``run_dir`` compares: {name: model folder}."""
+    models = {SHARED_POOL_MODEL: run_dir / "warm_start"}
+    for name in options.baselines:
+        if name != cfg.rollout.mode:
+            models[name] = baseline_folder(run_dir, name) / "final"
+    models[cfg.rollout.mode] = run_dir / "final"
+    return models
 
 
 def baseline_config(cfg: Any, options: ToyAdditionOptions, name: str, warm_start_dir: Path) -> Any:

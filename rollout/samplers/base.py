@@ -57,7 +57,8 @@ class SamplingParams:
 
     ``temperature == 0`` is greedy decoding. ``stop`` strings end a completion and are not
     included in its text (``Completion.matched_stop`` says which one fired). ``seed`` makes
-    sampling reproducible on backends that support it (HF: exactly, given the same batch).
+    sampling reproducible on backends that support it (HF: exactly, in any batch; see
+    :func:`prompt_seeds`).
     ``top_logprobs`` > 0 asks for that many most likely tokens per generated position.
     """
 
@@ -195,15 +196,25 @@ class UsageLog:
             return self._entries.get(self._key(prompt))
 
 
-def prompt_seed(seed: int, prompt_index: int) -> int:
-    """The seed of one prompt within a seeded ``generate`` call.
+def prompt_seeds(seed: int, prompts: Sequence[Prompt]) -> list[int]:
+    """The seed of each prompt of a seeded ``generate`` call.
 
-    Every backend uses it, so prompts in one call get distinct random streams and the same
-    (seed, prompt) samples alike on HF and over HTTP (one request per prompt carries it).
+    It comes from the call's seed, the prompt's content and how many identical prompts came
+    before it in the call, never from its position: a prompt samples alike alone, in any
+    batch and in any order (a benchmark's verdicts do not depend on which others were
+    computed with them), and repeats of one prompt in a call are distinct draws. Every
+    backend uses it; over HTTP each request carries its prompt's seed, and a server takes
+    a request's seed as the seed of its prompts (as vLLM's does).
     """
-    # Additive so that prompt 0 keeps the seed itself: a server that receives this seed for
-    # a one-prompt request derives the very same stream.
-    return (seed + prompt_index * 1_000_003) % (2**31 - 1)
+    seen: dict[str, int] = {}
+    out = []
+    for prompt in prompts:
+        text = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True)
+        rank = seen.get(text, 0)
+        seen[text] = rank + 1
+        digest = hashlib.blake2b(f"{seed}\0{rank}\0{text}".encode(), digest_size=8).digest()
+        out.append(int.from_bytes(digest, "big") % (2**31 - 1))
+    return out
 
 
 def is_continuation(prompt: Prompt) -> bool:

@@ -25,15 +25,15 @@ from pairrl.rollout.samplers.base import (
     SamplerError,
     SamplingParams,
     logaddexp,
-    prompt_seed,
+    prompt_seeds,
     render_prompt,
     validate_prompts,
 )
 
 
-def _row_seed(seed: int, prompt_index: int, sample_index: int) -> int:
-    """A per-row seed that depends only on (seed, prompt, sample), not on batching."""
-    return (prompt_seed(seed, prompt_index) * 1_000_003 + sample_index) % (2**63)
+def _row_seed(prompt_seed: int, sample_index: int) -> int:
+    """A per-row seed that depends only on (the prompt's seed, sample), not on batching."""
+    return (prompt_seed * 1_000_003 + sample_index) % (2**63)
 
 
 def nucleus_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -144,17 +144,28 @@ class HFSampler:
     # ---- generation ------------------------------------------------------------------------
 
     def generate(
-        self, prompts: Sequence[Prompt], n: int, sampling: SamplingParams
+        self,
+        prompts: Sequence[Prompt],
+        n: int,
+        sampling: SamplingParams,
+        *,
+        seeds: Sequence[int] | None = None,
     ) -> list[list[Completion]]:
-        """``n`` completions per prompt; prompts too long for the context fail with a reason."""
+        """``n`` completions per prompt; prompts too long for the context fail with a reason.
+        ``seeds``: each prompt's seed as given (a server's request seed) instead of
+        :func:`prompt_seeds` of ``sampling.seed``."""
         validate_prompts(prompts)
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
-        base_seed = (
-            sampling.seed
-            if sampling.seed is not None
-            else int(torch.randint(0, 2**31 - 1, (1,)).item())
-        )
+        if seeds is None:
+            base_seed = (
+                sampling.seed
+                if sampling.seed is not None
+                else int(torch.randint(0, 2**31 - 1, (1,)).item())
+            )
+            seeds = prompt_seeds(base_seed, prompts)
+        elif len(seeds) != len(prompts):
+            raise ValueError(f"{len(seeds)} seeds for {len(prompts)} prompts")
         results: list[list[Completion | None]] = [[None] * n for _ in prompts]
         rows: list[tuple[int, int, list[int]]] = []
         for p, prompt in enumerate(prompts):
@@ -170,9 +181,9 @@ class HFSampler:
             rows.extend((p, s, ids) for s in range(n))
         for start in range(0, len(rows), self.batch_size):
             chunk = rows[start : start + self.batch_size]
-            seeds = [_row_seed(base_seed, p, s) for p, s, _ in chunk]
+            row_seeds = [_row_seed(seeds[p], s) for p, s, _ in chunk]
             try:
-                completions = self._decode([ids for _, _, ids in chunk], sampling, seeds)
+                completions = self._decode([ids for _, _, ids in chunk], sampling, row_seeds)
             except (RuntimeError, ValueError) as exc:  # e.g. CUDA OOM: report, don't crash
                 error = SamplerError("backend", f"{type(exc).__name__}: {exc}")
                 completions = [Completion.failed(error) for _ in chunk]

@@ -33,7 +33,7 @@ from pairrl.rollout.samplers.base import (
     UsageLog,
     is_continuation,
     logaddexp,
-    prompt_seed,
+    prompt_seeds,
     validate_prompts,
 )
 from pairrl.rollout.samplers.http_transport import Batch, HttpTransport
@@ -120,10 +120,10 @@ class OpenAISampler:
         validate_prompts(prompts)
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
-        jobs = [
-            (p, None if sampling.seed is None else prompt_seed(sampling.seed, i))
-            for i, p in enumerate(prompts)
-        ]
+        seeds = (
+            [None] * len(prompts) if sampling.seed is None else prompt_seeds(sampling.seed, prompts)
+        )
+        jobs = list(zip(prompts, seeds, strict=True))
         return self.transport.map(
             lambda b, job: self._generate_one(b, job[0], n, sampling, job[1]), jobs
         )

@@ -44,7 +44,7 @@ from pairrl.rollout.samplers.base import (
     TokenUsage,
     UsageLog,
     logaddexp,
-    prompt_seed,
+    prompt_seeds,
     render_prompt,
     validate_prompts,
 )
@@ -270,6 +270,7 @@ class VLLMSampler:
         ]
         if not keep:
             return rows
+        seeds = None if sampling.seed is None else prompt_seeds(sampling.seed, prompts)
         params = [
             self._vllm.SamplingParams(
                 n=n,
@@ -277,7 +278,7 @@ class VLLMSampler:
                 top_p=sampling.top_p,
                 max_tokens=sampling.max_tokens,
                 stop=list(sampling.stop) or None,
-                seed=None if sampling.seed is None else prompt_seed(sampling.seed, index),
+                seed=None if seeds is None else seeds[index],
                 logprobs=sampling.top_logprobs,  # 0: only the sampled token's log-probability
                 skip_special_tokens=False,
             )

@@ -104,14 +104,16 @@ def evaluate_seed(source: Path, out: Path, seed: int) -> dict:
         model_metrics,
         trained_models,
     )
-    from pairrl.recipes.toy_addition.report import verification_gain
+    from pairrl.recipes.toy_addition.report import measured_gain
     from pairrl.train.config import TrainConfig
     from pairrl.train.recipe import resolve_recipe
+    from pairrl.train.run import quiet_libraries
 
     trained, run_dir = source / f"seed{seed}", out / f"seed{seed}"
     if (run_dir / "summary.json").is_file():
         print(f"reusing {run_dir}/summary.json", flush=True)
         return json.loads((run_dir / "summary.json").read_text())
+    quiet_libraries()
     cfg = TrainConfig.model_validate(json.loads((trained / "config.json").read_text()))
     options = resolve_recipe(cfg.recipe).options
     models = trained_models(cfg, options, trained)
@@ -125,7 +127,7 @@ def evaluate_seed(source: Path, out: Path, seed: int) -> dict:
     summary = json.loads((trained / "summary.json").read_text())
     summary |= {
         "models": metrics,
-        "verification_gain": verification_gain(metrics, cfg.rollout.mode),
+        "verification_gain": measured_gain(metrics, cfg.rollout.mode, run_dir / "eval", swiss),
         "evaluated_from": str(trained),
         "eval_runs": {name: str(run_dir / "eval" / name) for name in evals},
     }
@@ -200,6 +202,31 @@ def format_table(table: dict[str, dict[str, dict[str, Any]]], seeds: list[int]) 
     return "\n".join(lines)
 
 
+def format_gains(gains: dict[int, dict[str, Any]]) -> str:
+    """Per seed, PairRL's gains over GRPO-8 on the shared pool with their paired 95% CIs.
+
+    >>> g = {"judge_balanced_accuracy_vs_grpo": 7.8, "shared_pool_swiss_vs_grpo": 7.5,
+    ...      "ci95": {"judge_balanced_accuracy_vs_grpo": [2.8, 12.2]}}
+    >>> print(format_gains({0: g}))
+    | seed | judge balanced accuracy vs GRPO-8 | Swiss on the shared pool vs GRPO-8 |
+    |---|---:|---:|
+    | 0 | +7.8 [+2.8, +12.2] | +7.5 |
+    """
+    keys = ("judge_balanced_accuracy_vs_grpo", "shared_pool_swiss_vs_grpo")
+
+    def cell(gain: dict[str, Any], key: str) -> str:
+        value, ci = gain.get(key), gain.get("ci95", {}).get(key)
+        text = "n/a" if value is None else f"{value:+.1f}"
+        return text if ci is None else f"{text} [{ci[0]:+.1f}, {ci[1]:+.1f}]"
+
+    lines = [
+        "| seed | judge balanced accuracy vs GRPO-8 | Swiss on the shared pool vs GRPO-8 |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {s} | " + " | ".join(cell(g, k) for k in keys) + " |" for s, g in gains.items()]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -229,8 +256,11 @@ def main() -> int:
             summaries = dict(zip(args.seeds, done, strict=True))
     table = aggregate(summaries)
     text = format_table(table, args.seeds)
-    walls = {s: round(v.get("wall_s", {}).get("total", 0.0)) for s, v in summaries.items()}
-    text += f"\n\nwall time per seed (s): {walls}"
+    stage = "eval" if args.evaluate_from is not None else "total"
+    walls = {s: round(v.get("wall_s", {}).get(stage) or 0.0) for s, v in summaries.items()}
+    text += f"\n\n{'evaluation ' if stage == 'eval' else ''}wall time per seed (s): {walls}"
+    gains = {s: v.get("verification_gain", {}) for s, v in summaries.items()}
+    text += "\n\n" + format_gains(gains)
     print("\n" + text)
     out.mkdir(parents=True, exist_ok=True)
     (out / "ablation.md").write_text(text + "\n")

@@ -104,6 +104,19 @@ def verification_gain(models: dict[str, dict[str, Any]], mode: str) -> dict[str,
     return gain
 
 
+def measured_gain(
+    models: dict[str, dict[str, Any]], mode: str, eval_dir: Path, swiss: str
+) -> dict[str, Any]:
+    """:func:`verification_gain`, with paired 95% intervals (``ci95``) of the gains over
+    GRPO on the shared pool when there is a GRPO to compare with."""
+    from pairrl.recipes.toy_addition.intervals import run_gain_intervals
+
+    gain = verification_gain(models, mode)
+    if "judge_balanced_accuracy_vs_grpo" in gain:
+        gain["ci95"] = run_gain_intervals(eval_dir, mode, swiss)
+    return gain
+
+
 ROWS = (
     ("solution pass rate", lambda m: m["solution_pass_rate"]),
     ("judge balanced accuracy", lambda m: m["judge_balanced_accuracy"]),
@@ -130,12 +143,17 @@ def format_table(summary: dict[str, Any]) -> str:
         lines.append(f"{row_name.replace('-k', f'-{k}'):<{width}}" + "".join(cells))
     gain = summary["verification_gain"]
     if "judge_balanced_accuracy_vs_grpo" in gain:
-        pts = lambda v: "n/a" if v is None else f"{v:+} points"  # noqa: E731
+        ci95 = gain.get("ci95", {})
+
+        def pts(key: str) -> str:
+            value, ci = gain[key], ci95.get(key)
+            text = "n/a" if value is None else f"{value:+} points"
+            return text if ci is None else f"{text} (95% CI {ci[0]:+} to {ci[1]:+})"
+
         lines.append(
             f"Pairwise verification added over GRPO: judge balanced accuracy "
-            f"{pts(gain['judge_balanced_accuracy_vs_grpo'])}, Swiss on the shared pool "
-            f"{pts(gain['shared_pool_swiss_vs_grpo'])} (solution pass rate "
-            f"{pts(gain['pass_rate_vs_grpo'])})."
+            f"{pts('judge_balanced_accuracy_vs_grpo')}, Swiss on the shared pool "
+            f"{pts('shared_pool_swiss_vs_grpo')}; solution pass rate {pts('pass_rate_vs_grpo')}."
         )
     gates = {f"{n}/{run}": v for n, m in models.items() for run, v in m["verdicts"].items()}
     failing = sorted(k for k, v in gates.items() if v != "PASS")
@@ -204,7 +222,7 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
             "judge_pairs": "fixed pairs (0,1),(2,3),.. of the shared pool",
         },
         "models": metrics,
-        "verification_gain": verification_gain(metrics, mode),
+        "verification_gain": measured_gain(metrics, mode, run.run_dir / "eval", swiss),
         "curves": curves,
         "wall_s": wall,
         "side_by_side": beside.side_by_side,

@@ -1,0 +1,97 @@
+"""Paired 95% intervals for what the run's mode added over GRPO on the shared pool.
+
+Both models judge the same pool, so their difference is measured on the same held-out
+problems: the problems are resampled together for both (``pairrl.eval.metrics.
+bootstrap_ci``), for the judge's balanced accuracy on the fixed pairs and for Swiss. On 200
+problems these intervals are several points wide, which is what a gain of a few points
+must be read against.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pairrl.eval.metrics import bootstrap_ci
+from pairrl.rollout.judge_quality import pairwise_quality
+
+__all__ = ["PoolRecords", "gain_intervals", "read_pool_records", "run_gain_intervals"]
+
+BOOTSTRAP = 1000
+
+
+class PoolRecords:
+    """One model's shared-pool run, per held-out problem: Swiss's score and the fixed pairs."""
+
+    def __init__(self, swiss: dict[str, float], fixed: dict[str, list[dict[str, Any]]]) -> None:
+        self.swiss = swiss
+        self.fixed = fixed
+
+    def balanced_accuracy(self, tasks: list[str]) -> float | None:
+        """The fixed pairs' balanced accuracy over ``tasks`` (a task drawn twice counts twice:
+        its judgements are re-keyed per draw, since equal keys count once)."""
+        records = [
+            {**r, "key": f"{draw}:{r['key']}"}
+            for draw, task in enumerate(tasks)
+            for r in self.fixed.get(task, [])
+        ]
+        return pairwise_quality(records, [], [])["balanced_accuracy"]
+
+
+def read_pool_records(path: str | Path, swiss: str) -> PoolRecords:
+    """The records of a shared-pool benchmark run (``RUN/eval/<model>-shared``)."""
+    scores: dict[str, float] = {}
+    fixed: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in Path(path, "records.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row.get("kind") == "selection" and row.get("selector") == swiss:
+            scores[row["task_id"]] = float(row["score"])
+        elif row.get("kind") == "fixed_pair":
+            fixed[row["task_id"]].append(row)
+    return PoolRecords(scores, dict(fixed))
+
+
+def gain_intervals(
+    own: PoolRecords, other: PoolRecords, n_boot: int = BOOTSTRAP, seed: int = 0
+) -> dict[str, list[float] | None]:
+    """95% intervals, in points, of own minus other: balanced accuracy and Swiss.
+
+    Worked example: Swiss scores 1, 1, 1, 1 against 0, 0, 0, 0 differ by 100 points in
+    every resample, so the interval is [100.0, 100.0]; equal records give [0.0, 0.0].
+
+    >>> one = lambda v: PoolRecords({t: v for t in "abcd"}, {})
+    >>> gain_intervals(one(1.0), one(0.0))["shared_pool_swiss_vs_grpo"]
+    [100.0, 100.0]
+    >>> gain_intervals(one(1.0), one(1.0))["shared_pool_swiss_vs_grpo"]
+    [0.0, 0.0]
+    """
+    tasks = sorted(set(own.swiss) & set(other.swiss))
+    if not tasks:
+        return {"judge_balanced_accuracy_vs_grpo": None, "shared_pool_swiss_vs_grpo": None}
+    a = np.array([own.swiss[t] for t in tasks])
+    b = np.array([other.swiss[t] for t in tasks])
+    swiss = bootstrap_ci([a, b], lambda x, y: float(np.mean(x - y)), n_boot, seed)
+
+    def ba_gain(index: np.ndarray) -> float | None:
+        drawn = [tasks[i] for i in index]
+        mine, theirs = own.balanced_accuracy(drawn), other.balanced_accuracy(drawn)
+        return None if mine is None or theirs is None else mine - theirs
+
+    ba = bootstrap_ci([np.arange(len(tasks))], ba_gain, n_boot, seed)
+    # (+ 0.0: no "-0.0" for a bound at zero)
+    points = lambda ci: None if ci[0] is None else [round(100 * v, 1) + 0.0 for v in ci]  # noqa: E731
+    return {
+        "judge_balanced_accuracy_vs_grpo": points(ba),
+        "shared_pool_swiss_vs_grpo": points(swiss),
+    }
+
+
+def run_gain_intervals(eval_dir: str | Path, mode: str, swiss: str) -> dict[str, Any]:
+    """:func:`gain_intervals` of the main job's ``mode`` over GRPO, from its benchmark runs
+    (``RUN/eval``)."""
+    own = read_pool_records(Path(eval_dir) / f"{mode}-shared", swiss)
+    return gain_intervals(own, read_pool_records(Path(eval_dir) / "grpo-shared", swiss))

@@ -1,0 +1,42 @@
+"""benchmarks/toy_ablation.py --evaluate-from: it finds a finished ablation's models where
+the main job trained them, and names the ones that are missing instead of evaluating
+anything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pairrl.config import load_config
+from pairrl.recipes.toy_addition.experiment import trained_models
+from pairrl.train.config import TrainConfig
+from pairrl.train.recipe import resolve_recipe
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "toy_cpu.yaml"
+
+
+def _finished_seed(source: Path, missing: str | None) -> None:
+    """An ablation seed's folder as the main job leaves it: its config and every model."""
+    cfg = load_config(CONFIG, TrainConfig, ["recipe.options.baselines=[pointrl,grpo@4,grpo]"])
+    run = source / "seed3"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(cfg.model_dump()))
+    models = trained_models(cfg, resolve_recipe(cfg.recipe).options, run)
+    assert sorted(models) == ["grpo", "grpo@4", "pairrl", "pointrl", "warm_start"]
+    assert models["grpo@4"] == run / "baselines" / "grpo-g4" / "final"
+    for name, folder in models.items():
+        if name != missing:
+            folder.mkdir(parents=True)
+            (folder / "config.json").write_text("{}")
+
+
+def test_a_missing_model_is_named_before_anything_runs(
+    load_benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ablation = load_benchmark("toy_ablation.py")
+    _finished_seed(tmp_path / "source", missing="grpo@4")
+    with pytest.raises(SystemExit, match=r"seed 3: no trained model in .*grpo-g4/final"):
+        ablation.evaluate_seed(tmp_path / "source", tmp_path / "out", 3)
+    assert not (tmp_path / "out").exists()

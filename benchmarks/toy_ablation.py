@@ -38,6 +38,7 @@ from typing import Any
 
 from pairrl.recipes.toy_addition.report import ROWS
 
+CONFIG = "configs/toy_cpu.yaml"
 MODELS = ("warm_start", "pointrl", "grpo@4", "grpo", "pairrl")
 BASELINES = "recipe.options.baselines=[pointrl,grpo@4,grpo]"
 # the main job's own table rows, and random pick on the shared pool (the floor Swiss must beat)
@@ -231,7 +232,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--config", default="configs/toy_cpu.yaml", help="the main job's config")
+    parser.add_argument("--config", default=CONFIG, help="the main job's config")
     parser.add_argument("--out", default="runs/toy_ablation", help="one folder per seed here")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds to run")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="k=v")
@@ -246,6 +247,8 @@ def main() -> int:
     env = child_env(args.jobs, dict(os.environ), os.cpu_count() or 1)
     if args.evaluate_from is not None and args.evaluate_from.resolve() == out.resolve():
         parser.error("--evaluate-from and --out must be different folders")
+    if args.evaluate_from is not None and (args.overrides or args.config != CONFIG):
+        parser.error("--evaluate-from evaluates with each seed's own config: no --set, --config")
     if args.evaluate_from is not None:
         summaries = evaluate_seeds(args.evaluate_from, out, args.seeds, args.jobs, env)
     else:

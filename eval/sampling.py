@@ -71,7 +71,12 @@ def sample_candidates(
         tid: content_key("sample", identity, prompt, src.sampling.model_dump(), src.k)
         for tid, prompt in prompts.items()
     }
-    todo = [tid for tid, key in keys.items() if _needs_sampling(cache.get(key), mode)]
+    # one sampling per key: tasks with the same prompt share their samples, whatever the
+    # batches (a repeat within one call would be a fresh draw written over the first)
+    first: dict[str, str] = {}
+    for tid, key in keys.items():
+        first.setdefault(key, tid)
+    todo = [tid for key, tid in first.items() if _needs_sampling(cache.get(key), mode)]
     if todo and mode == "compute":
         if src.source == "model":
             check_model_path("candidates.model", src.model)

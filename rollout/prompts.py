@@ -231,8 +231,9 @@ def generate_with_thinking_budget(
         for s, c in enumerate(row)
         if needs_answer(c)
     ]
-    # The answer phase gets its own seed: reusing the thinking phase's would replay its
-    # random stream (the first answer token drawn with the first thinking token's draw).
+    # The answer phase gets a seed of its own (its prompts differ from the thinking
+    # phase's, so their streams differ anyway; the offset keeps the two phases' seeds apart
+    # for a backend that takes a request's seed as given).
     answer_sampling = (
         sampling if sampling.seed is None else replace(sampling, seed=sampling.seed + 1)
     )

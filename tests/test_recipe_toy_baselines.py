@@ -33,6 +33,7 @@ def _fake_training(calls: list[Path]):
         folder = Path(plan.output_dir)
         calls.append(folder)
         (folder / "final").mkdir(parents=True)
+        (folder / "final" / "config.json").write_text("{}")  # the saved model's
         (folder / "config.json").write_text(json.dumps(cfg.model_dump(), indent=2))
         (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in LOG))
         return {"final_model": str(folder / "final")}
@@ -58,6 +59,10 @@ def test_a_finished_baseline_is_reused_and_a_stopped_one_trained_again(
     again = experiment.train_baselines(cfg, options, run_dir, warm)
     assert calls == [folder]
     assert again == first
+    # a finished baseline whose model is gone is trained again
+    (folder / "final" / "config.json").unlink()
+    experiment.train_baselines(cfg, options, run_dir, warm)
+    assert calls == [folder, folder]
 
 
 def test_a_baseline_trained_with_another_config_is_refused(

@@ -97,8 +97,8 @@ def _finished_baseline(baseline: Any, folder: Path) -> dict[str, Any] | None:
     """The baseline in ``folder`` if it ran to its end with this config; None if there is
     none; an error if the one there was trained with another config."""
     done = folder / BASELINE_DONE
-    if not done.is_file():
-        return None
+    if not done.is_file() or not (folder / "final" / "config.json").is_file():
+        return None  # none, or not whole: trained again
     trained = json.loads((folder / "config.json").read_text())
     if trained != json.loads(json.dumps(baseline.model_dump())):
         raise RuntimeError(
@@ -170,8 +170,8 @@ def eval_config(
     return EvalConfig.model_validate(
         {
             "out_dir": str(out_dir),
-            # one per model, for its two runs in turn: the pool run's numbers include the
-            # verdicts it reuses from the own run (docs/experiments.md, side by side)
+            # one per model, for its two runs in turn: the pool run reuses the verdicts its
+            # own run computed on identical pairs (the same values it would compute)
             "cache_dir": str(out_dir.parent / "cache" / out_dir.name.removesuffix("-shared")),
             "recipe": {"name": cfg.recipe.name, "options": cfg.recipe.options},
             "candidates": candidates,

@@ -57,8 +57,9 @@ class SamplingParams:
 
     ``temperature == 0`` is greedy decoding. ``stop`` strings end a completion and are not
     included in its text (``Completion.matched_stop`` says which one fired). ``seed`` makes
-    sampling reproducible on backends that support it (HF: exactly, in any batch; see
-    :func:`prompt_seeds`).
+    sampling reproducible on backends that support it (HF: the same random draws in any
+    batch, see :func:`prompt_seeds`; tokens equal up to the float rounding of padded
+    batches).
     ``top_logprobs`` > 0 asks for that many most likely tokens per generated position.
     """
 

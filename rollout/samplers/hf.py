@@ -1,7 +1,7 @@
 """HF transformers sampler: batched, left-padded decoding with our own loop (CPU or GPU).
 
 Why our own loop rather than ``model.generate``: it gives per-row random generators (so a
-seed reproduces a prompt's completions in any batch, alone or with others), the sampled
+seed gives a prompt the same random draws in any batch, alone or with others), the sampled
 tokens' log-probabilities and top-k alternatives without keeping every step's full logits, and stop
 strings with the OpenAI semantics (text cut before the stop, ``matched_stop`` reported).
 

@@ -41,13 +41,19 @@ def _fake_training(calls: list[Path]):
     return run_training
 
 
-def test_a_finished_baseline_is_reused_and_a_stopped_one_trained_again(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The folders the (fake) trainer was asked to train, in order."""
     import pairrl.train.run
 
-    calls: list[Path] = []
-    monkeypatch.setattr(pairrl.train.run, "run_training", _fake_training(calls))
+    asked: list[Path] = []
+    monkeypatch.setattr(pairrl.train.run, "run_training", _fake_training(asked))
+    return asked
+
+
+def test_a_finished_baseline_is_reused_and_a_stopped_one_trained_again(
+    calls: list[Path], tmp_path: Path
+) -> None:
     cfg, options, run_dir, warm = _main_job(tmp_path)
     folder = run_dir / "baselines" / "grpo"
     (folder / "checkpoint-20").mkdir(parents=True)  # stopped at step 20
@@ -66,12 +72,8 @@ def test_a_finished_baseline_is_reused_and_a_stopped_one_trained_again(
 
 
 def test_a_baseline_trained_with_another_config_is_refused(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    calls: list[Path], tmp_path: Path
 ) -> None:
-    import pairrl.train.run
-
-    calls: list[Path] = []
-    monkeypatch.setattr(pairrl.train.run, "run_training", _fake_training(calls))
     cfg, options, run_dir, warm = _main_job(tmp_path)
     experiment.train_baselines(cfg, options, run_dir, warm)
     other = cfg.model_copy(update={"seed": cfg.seed + 1})

@@ -101,8 +101,9 @@ def evaluate_seed(source: Path, out: Path, seed: int) -> dict:
     """Seed ``seed``'s models from ``source`` evaluated again into ``out/seedS``: the
     source's summary with its ``models`` and ``verification_gain`` measured anew."""
     from pairrl.recipes.toy_addition.experiment import (
+        all_model_metrics,
         evaluate_models,
-        model_metrics,
+        swiss_selector,
         trained_models,
     )
     from pairrl.recipes.toy_addition.report import measured_gain
@@ -123,12 +124,13 @@ def evaluate_seed(source: Path, out: Path, seed: int) -> dict:
         raise SystemExit(f"seed {seed}: no trained model in {', '.join(missing)}")
     started = time.perf_counter()
     evals = evaluate_models(cfg, options, run_dir, models)
-    swiss = f"swiss_{options.swiss_budget_per_candidate}n"
-    metrics = {name: model_metrics(evals[name], evals[f"{name}-shared"], swiss) for name in models}
+    metrics = all_model_metrics(evals, models, options)
     summary = json.loads((trained / "summary.json").read_text())
     summary |= {
         "models": metrics,
-        "verification_gain": measured_gain(metrics, cfg.rollout.mode, run_dir / "eval", swiss),
+        "verification_gain": measured_gain(
+            metrics, cfg.rollout.mode, run_dir / "eval", swiss_selector(options)
+        ),
         "evaluated_from": str(trained),
         "eval_runs": {name: str(run_dir / "eval" / name) for name in evals},
     }

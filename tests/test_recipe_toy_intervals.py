@@ -17,8 +17,9 @@ def _pool_run(folder: Path, ratings: list[float], swiss: list[float]) -> Path:
     rows = [{"kind": "candidate", "task_id": "t0"}]
     for i, score in enumerate(swiss):
         rows.append({"kind": "selection", "selector": "swiss_2n", "task_id": f"t{i}",
-                     "score": score})  # fmt: skip
-        rows.append({"kind": "selection", "selector": "random", "task_id": f"t{i}", "score": 0.0})
+                     "chosen": 0, "score": score})  # fmt: skip
+        rows.append({"kind": "selection", "selector": "random", "task_id": f"t{i}",
+                     "chosen": 1, "score": 0.0})  # fmt: skip
         rows.append({"kind": "fixed_pair", "task_id": f"t{i}", "a": 0, "b": 1,
                      "ratings": ratings, "failure": None, "labels": [True, False],
                      "key": "same pair text"})  # fmt: skip

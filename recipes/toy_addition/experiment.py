@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,12 @@ from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 
 __all__ = [
     "SHARED_POOL_MODEL",
+    "all_model_metrics",
     "baseline_config",
     "baseline_folder",
     "evaluate_models",
     "model_metrics",
+    "swiss_selector",
     "train_baselines",
     "trained_models",
 ]
@@ -148,7 +151,7 @@ def eval_config(
     """The benchmark run for one model: on its own samples, or judging a given pool.
     ``out_dir`` is ``RUN/eval/<model>`` or ``RUN/eval/<model>-shared``."""
     sol, judge = cfg.sampling.solution, cfg.sampling.judgement
-    swiss = f"swiss_{options.swiss_budget_per_candidate}n"
+    swiss = swiss_selector(options)
     if pool is None:
         candidates: dict[str, Any] = {
             "source": "model",
@@ -220,6 +223,19 @@ def evaluate_models(
         summaries[name] = run_eval(own).summary
         summaries[f"{name}-shared"] = run_eval(shared).summary
     return summaries
+
+
+def swiss_selector(options: ToyAdditionOptions) -> str:
+    """The name of the benchmark's Swiss selector at the recipe's budget (``swiss_2n``)."""
+    return f"swiss_{options.swiss_budget_per_candidate}n"
+
+
+def all_model_metrics(
+    evals: dict[str, dict[str, Any]], names: Iterable[str], options: ToyAdditionOptions
+) -> dict[str, dict[str, Any]]:
+    """:func:`model_metrics` of every model named, from ``evaluate_models``'s summaries."""
+    swiss = swiss_selector(options)
+    return {name: model_metrics(evals[name], evals[f"{name}-shared"], swiss) for name in names}
 
 
 def model_metrics(own: dict[str, Any], shared: dict[str, Any], swiss: str) -> dict[str, Any]:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pairrl.eval.gate import read_reported_selections
 from pairrl.eval.metrics import bootstrap_ci
 from pairrl.rollout.judge_quality import pairwise_quality
 
@@ -24,12 +26,12 @@ __all__ = ["PoolRecords", "gain_intervals", "read_pool_records", "run_gain_inter
 BOOTSTRAP = 1000
 
 
+@dataclass(frozen=True)
 class PoolRecords:
     """One model's shared-pool run, per held-out problem: Swiss's score and the fixed pairs."""
 
-    def __init__(self, swiss: dict[str, float], fixed: dict[str, list[dict[str, Any]]]) -> None:
-        self.swiss = swiss
-        self.fixed = fixed
+    swiss: dict[str, float]
+    fixed: dict[str, list[dict[str, Any]]]
 
     def balanced_accuracy(self, tasks: list[str]) -> float | None:
         """The fixed pairs' balanced accuracy over ``tasks`` (a task drawn twice counts twice:
@@ -44,15 +46,14 @@ class PoolRecords:
 
 def read_pool_records(path: str | Path, swiss: str) -> PoolRecords:
     """The records of a shared-pool benchmark run (``RUN/eval/<model>-shared``)."""
-    scores: dict[str, float] = {}
+    records = Path(path, "records.jsonl")
+    picks = read_reported_selections(records).get(swiss, {})
     fixed: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for line in Path(path, "records.jsonl").read_text().splitlines():
+    for line in records.read_text().splitlines():
         row = json.loads(line)
-        if row.get("kind") == "selection" and row.get("selector") == swiss:
-            scores[row["task_id"]] = float(row["score"])
-        elif row.get("kind") == "fixed_pair":
+        if row.get("kind") == "fixed_pair":
             fixed[row["task_id"]].append(row)
-    return PoolRecords(scores, dict(fixed))
+    return PoolRecords({task: float(p["score"]) for task, p in picks.items()}, dict(fixed))
 
 
 def gain_intervals(

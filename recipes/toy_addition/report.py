@@ -182,7 +182,11 @@ def _clean(value: Any) -> Any:
 def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
     """Baselines, benchmark runs, summary.json, demo.png, the table (see module docstring)."""
     from pairrl.recipes.toy_addition.beside import Beside
-    from pairrl.recipes.toy_addition.experiment import evaluate_models, model_metrics
+    from pairrl.recipes.toy_addition.experiment import (
+        all_model_metrics,
+        evaluate_models,
+        swiss_selector,
+    )
 
     mode = cfg.rollout.mode
     beside = run.beside or Beside(cfg, options, run.run_dir, run.warm_start_dir)
@@ -195,8 +199,7 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
     eval_wall = time.perf_counter() - started
     models = {"warm_start": run.warm_start_dir, **{m: b["final_dir"] for m, b in baselines.items()}}
     models[mode] = run.final_dir
-    swiss = f"swiss_{options.swiss_budget_per_candidate}n"
-    metrics = {name: model_metrics(evals[name], evals[f"{name}-shared"], swiss) for name in models}
+    metrics = all_model_metrics(evals, models, options)
     curves = {mode: curves_from_log_history(run.log_history)}
     curves.update({m: curves_from_log_history(b["log_history"]) for m, b in baselines.items()})
     wall = {
@@ -222,7 +225,9 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
             "judge_pairs": "fixed pairs (0,1),(2,3),.. of the shared pool",
         },
         "models": metrics,
-        "verification_gain": measured_gain(metrics, mode, run.run_dir / "eval", swiss),
+        "verification_gain": measured_gain(
+            metrics, mode, run.run_dir / "eval", swiss_selector(options)
+        ),
         "curves": curves,
         "wall_s": wall,
         "side_by_side": beside.side_by_side,

@@ -34,7 +34,6 @@ def _fake_training(calls: list[Path]):
         calls.append(folder)
         (folder / "final").mkdir(parents=True)
         (folder / "final" / "config.json").write_text("{}")  # the saved model's
-        (folder / "config.json").write_text(json.dumps(cfg.model_dump(), indent=2))
         (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in LOG))
         return {"final_model": str(folder / "final")}
 
@@ -81,3 +80,24 @@ def test_a_baseline_trained_with_another_config_is_refused(
         experiment.train_baselines(other, options, run_dir, warm)
     assert len(calls) == 1
     assert (run_dir / "baselines" / "grpo" / "final").is_dir()
+
+
+def test_a_finished_baseline_is_reused_however_the_run_folder_is_spelled(
+    calls: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg, options, run_dir, warm = _main_job(tmp_path)
+    experiment.train_baselines(cfg, options, run_dir, warm)  # absolute
+    monkeypatch.chdir(tmp_path)
+    relative = Path("./run")
+    again = experiment.train_baselines(cfg, options, relative, relative / "warm_start")
+    assert len(calls) == 1
+    assert again["grpo"]["final_dir"].resolve() == (run_dir / "baselines/grpo/final")
+
+
+def test_a_marker_without_its_config_is_trained_again(calls: list[Path], tmp_path: Path) -> None:
+    cfg, options, run_dir, warm = _main_job(tmp_path)
+    experiment.train_baselines(cfg, options, run_dir, warm)
+    marker = run_dir / "baselines" / "grpo" / experiment.BASELINE_DONE
+    marker.write_text(json.dumps({"wall_s": 1.0}))
+    experiment.train_baselines(cfg, options, run_dir, warm)
+    assert len(calls) == 2

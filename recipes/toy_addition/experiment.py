@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 SHARED_POOL_MODEL = "warm_start"  # whose candidates every judge is measured on
-BASELINE_DONE = "baseline.json"  # written when a baseline ran to its end: its wall time
+BASELINE_DONE = "baseline.json"  # written when a baseline ran to its end: wall time, config
 
 
 def train_baselines(
@@ -102,17 +102,28 @@ def _finished_baseline(baseline: Any, folder: Path) -> dict[str, Any] | None:
     done = folder / BASELINE_DONE
     if not done.is_file() or not (folder / "final" / "config.json").is_file():
         return None  # none, or not whole: trained again
-    trained = json.loads((folder / "config.json").read_text())
-    if trained != json.loads(json.dumps(baseline.model_dump())):
+    record = json.loads(done.read_text())
+    if "config" not in record:
+        return None  # a marker that records no config cannot vouch for one: trained again
+    if record["config"] != _comparable(baseline):
         raise RuntimeError(
             f"{folder} holds a baseline trained with another config: remove that folder to "
             "train it again with this one, or choose a new --out"
         )
     return {
         "final_dir": folder / "final",
-        "wall_s": json.loads(done.read_text())["wall_s"],
+        "wall_s": record["wall_s"],
         "log_history": _read_log(folder / "metrics.jsonl"),
     }
+
+
+def _comparable(baseline: Any) -> dict[str, Any]:
+    """The baseline's config as JSON, without ``model.path``: a baseline always starts from
+    its own run's warm start (``RUN/warm_start``), and the same folder may be spelled
+    ``runs/toy``, ``./runs/toy`` or absolute on another launch."""
+    config = json.loads(json.dumps(baseline.model_dump(), default=str))
+    config["model"].pop("path", None)
+    return config
 
 
 def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
@@ -129,7 +140,8 @@ def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
             f"{summary.get('interrupted_at_step')} (a signal): run the main job again to train it"
         )
     wall = time.perf_counter() - started
-    (folder / BASELINE_DONE).write_text(json.dumps({"wall_s": wall}))
+    record = {"wall_s": wall, "config": _comparable(baseline)}
+    (folder / BASELINE_DONE).write_text(json.dumps(record, indent=2) + "\n")
     return {
         "final_dir": Path(summary["final_model"]),
         "wall_s": wall,

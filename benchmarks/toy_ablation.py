@@ -147,7 +147,16 @@ def evaluate_seeds(
     with ``env``'s thread count)."""
     if jobs == 1:
         return {seed: evaluate_seed(source, out, seed) for seed in seeds}
-    cmd = [sys.executable, __file__, "--evaluate-from", str(source), "--out", str(out)]
+    # the children evaluate only: this process writes the tables, once, from their summaries
+    cmd = [
+        sys.executable,
+        __file__,
+        "--evaluate-from",
+        str(source),
+        "--out",
+        str(out),
+        "--no-report",
+    ]
     with ThreadPoolExecutor(jobs) as pool:
         for code in pool.map(
             lambda seed: subprocess.run([*cmd, "--seeds", str(seed)], env=env).returncode, seeds
@@ -244,6 +253,7 @@ def main() -> int:
         type=Path,
         help="train nothing: evaluate the models of the ablation in this folder again",
     )
+    parser.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     exe, out = _pairrl_executable(), Path(args.out)
     env = child_env(args.jobs, dict(os.environ), os.cpu_count() or 1)
@@ -253,6 +263,8 @@ def main() -> int:
         parser.error("--evaluate-from evaluates with each seed's own config: no --set, --config")
     if args.evaluate_from is not None:
         summaries = evaluate_seeds(args.evaluate_from, out, args.seeds, args.jobs, env)
+        if args.no_report:
+            return 0
     else:
         with ThreadPoolExecutor(args.jobs) as pool:
             done = pool.map(

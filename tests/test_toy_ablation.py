@@ -40,3 +40,25 @@ def test_a_missing_model_is_named_before_anything_runs(
     with pytest.raises(SystemExit, match=r"seed 3: no trained model in .*grpo-g4/final"):
         ablation.evaluate_seed(tmp_path / "source", tmp_path / "out", 3)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_child_evaluating_one_seed_writes_no_tables(
+    load_benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --jobs N runs each seed in a child with --no-report; only the parent writes the tables
+    # (children writing them too raced each other on ablation.md)
+    ablation = load_benchmark("toy_ablation.py")
+    metrics = {"solution_pass_rate": 0.5, "judge_balanced_accuracy": 0.6}
+    metrics |= {"best_of_k": {"random": 0.5, "majority": 0.5, "swiss": 0.7, "oracle": 1.0}}
+    metrics |= {"shared_pool": {"swiss": 0.7, "random": 0.5}}
+    out = tmp_path / "out"
+    (out / "seed3").mkdir(parents=True)
+    summary = {"models": {"pairrl": metrics}, "verification_gain": {}, "wall_s": {"eval": 2.0}}
+    (out / "seed3" / "summary.json").write_text(json.dumps(summary))  # evaluated: read back
+    argv = ["toy_ablation.py", "--evaluate-from", str(tmp_path / "src"), "--out", str(out)]
+    monkeypatch.setattr("sys.argv", [*argv, "--seeds", "3", "--no-report"])
+    assert ablation.main() == 0
+    assert not (out / "ablation.md").exists() and not (out / "ablation.json").exists()
+    monkeypatch.setattr("sys.argv", [*argv, "--seeds", "3"])
+    assert ablation.main() == 0
+    assert "| solution pass rate | 50.0 |" in (out / "ablation.md").read_text()

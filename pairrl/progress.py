@@ -6,14 +6,17 @@ its own, closed with the bar. Inside ``board()`` every bar is a line of one shar
 ``Board.link()`` hands a child process what it needs to draw there as well (pass it to
 ``attach`` in the child, e.g. as a process pool's initializer), so stages running side by
 side in two processes are bars of one display rather than two displays overwriting each
-other (what a child prints itself still goes straight to the console). A child's bar
-updates travel through a queue; the parent draws them. On a terminal the display is live;
+other. A child's bar updates, and the lines it prints to ``sys.stdout`` and ``sys.stderr``,
+travel through a queue; the parent draws them (the lines above the bars, so they do not
+tear a live display). On a terminal the display is live;
 in a log file each bar prints its final line when it closes."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +24,7 @@ from typing import Any
 
 __all__ = ["Bar", "Board", "attach", "bar", "board"]
 
-Message = tuple[Any, ...]  # (kind, key, *arguments): open / update / advance / close
+Message = tuple[Any, ...]  # (kind, key, *arguments): open / update / advance / close / print
 
 # This process's open board, and where an attached child sends its bars (the parent
 # board's queue); with neither, each bar is a display of its own.
@@ -85,6 +88,9 @@ class Board:
         """Draw one bar message (from this process or a child's queue)."""
         kind, key, *args = message
         with self._lock:
+            if kind == "print":
+                self.display.console.print(args[0], markup=False, highlight=False, soft_wrap=True)
+                return
             if kind == "open":
                 label, total, completed = args
                 self._tasks[key] = self.display.add_task(
@@ -167,9 +173,50 @@ def board() -> Iterator[Board | None]:
 
 
 def attach(link: Any) -> None:
-    """In a child process: draw this process's bars on the parent's board."""
+    """In a child process: draw this process's bars on the parent's board, and print its
+    lines of ``sys.stdout`` and ``sys.stderr`` there."""
     global _remote
     _remote = link.put
+    sys.stdout = ForwardedLines(link.put, sys.stdout)
+    sys.stderr = ForwardedLines(link.put, sys.stderr)
+
+
+class ForwardedLines(io.TextIOBase):
+    """A text stream that sends each whole line it is written as a board's ``print``
+    message (a line still open waits for its end, or for ``close``). ``fileno`` is the
+    stream it replaces: what writes to the descriptor itself bypasses the board.
+
+    >>> sent = []
+    >>> out = ForwardedLines(sent.append, sys.__stdout__)
+    >>> out.write("step 1, "), out.write("loss 0.5\\nstep 2")
+    (8, 15)
+    >>> sent
+    [('print', None, 'step 1, loss 0.5')]
+    >>> out.close(); sent[-1]
+    ('print', None, 'step 2')
+    """
+
+    def __init__(self, send: Callable[[Message], None], replaced: Any) -> None:
+        super().__init__()
+        self._send, self._replaced, self._open = send, replaced, ""
+
+    def write(self, text: str) -> int:
+        *lines, self._open = (self._open + text).split("\n")
+        for line in lines:
+            self._send(("print", None, line))
+        return len(text)
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._replaced.fileno()
+
+    def close(self) -> None:
+        if self._open:
+            self._send(("print", None, self._open))
+            self._open = ""
+        super().close()
 
 
 class Bar:

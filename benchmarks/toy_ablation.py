@@ -85,7 +85,7 @@ def run_seed(
     cmd = [exe, "train", config, "--out", str(run_dir), f"--set=seed={seed}", f"--set={BASELINES}",
            f"--set=model.path={model}"]  # fmt: skip
     cmd += [f"--set={o}" for o in overrides]
-    print("$", " ".join(cmd), flush=True)
+    print("$ " + " ".join(cmd) + "\n", end="", flush=True)  # one write: seeds print from threads
     log = out / f"seed{seed}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -259,6 +259,8 @@ def main() -> int:
     env = child_env(args.jobs, dict(os.environ), os.cpu_count() or 1)
     if args.evaluate_from is not None and args.evaluate_from.resolve() == out.resolve():
         parser.error("--evaluate-from and --out must be different folders")
+    if args.no_report and args.evaluate_from is None:
+        parser.error("--no-report is for the children of --evaluate-from --jobs N")
     if args.evaluate_from is not None and (args.overrides or args.config != CONFIG):
         parser.error("--evaluate-from evaluates with each seed's own config: no --set, --config")
     if args.evaluate_from is not None:

@@ -89,7 +89,8 @@ class Board:
         kind, key, *args = message
         with self._lock:
             if kind == "print":
-                self.display.console.print(args[0], markup=False, highlight=False, soft_wrap=True)
+                # to this process's own stream, which a live display redirects above its bars
+                print(args[0], file=sys.stderr if key == "stderr" else sys.stdout, flush=True)
                 return
             if kind == "open":
                 label, total, completed = args
@@ -174,36 +175,56 @@ def board() -> Iterator[Board | None]:
 
 def attach(link: Any) -> None:
     """In a child process: draw this process's bars on the parent's board, and print its
-    lines of ``sys.stdout`` and ``sys.stderr`` there."""
+    lines of ``sys.stdout`` and ``sys.stderr`` there (each to the parent's own)."""
+    import multiprocessing.util
+
     global _remote
     _remote = link.put
-    sys.stdout = ForwardedLines(link.put, sys.stdout)
-    sys.stderr = ForwardedLines(link.put, sys.stderr)
+    sys.stdout = ForwardedLines(link.put, sys.stdout, "stdout")
+    sys.stderr = ForwardedLines(link.put, sys.stderr, "stderr")
+    for stream in (sys.stdout, sys.stderr):
+        # before the queue's own finaliser (priority 10) closes it: a last line still open
+        # is sent, not lost
+        multiprocessing.util.Finalize(None, stream.close, exitpriority=20)
 
 
 class ForwardedLines(io.TextIOBase):
     """A text stream that sends each whole line it is written as a board's ``print``
-    message (a line still open waits for its end, or for ``close``). ``fileno`` is the
-    stream it replaces: what writes to the descriptor itself bypasses the board.
+    message (a line still open waits for its end, or for ``close``). A line redrawn with
+    carriage returns (a progress counter) is sent as its last state. ``fileno`` and
+    ``encoding`` are the stream it replaces: what writes to the descriptor itself bypasses
+    the board.
 
     >>> sent = []
-    >>> out = ForwardedLines(sent.append, sys.__stdout__)
+    >>> out = ForwardedLines(sent.append, sys.__stdout__, "stdout")
     >>> out.write("step 1, "), out.write("loss 0.5\\nstep 2")
     (8, 15)
     >>> sent
-    [('print', None, 'step 1, loss 0.5')]
-    >>> out.close(); sent[-1]
-    ('print', None, 'step 2')
+    [('print', 'stdout', 'step 1, loss 0.5')]
+    >>> _ = out.write("\\r 10%\\r 20%\\r100%\\n")
+    >>> sent[-1]
+    ('print', 'stdout', '100%')
+    >>> out.write("left open"); out.close(); sent[-1]
+    9
+    ('print', 'stdout', 'left open')
+    >>> _ = out.write(""); len(sent)  # closed: to the stream it replaced
+    3
     """
 
-    def __init__(self, send: Callable[[Message], None], replaced: Any) -> None:
+    def __init__(self, send: Callable[[Message], None], replaced: Any, name: str) -> None:
         super().__init__()
-        self._send, self._replaced, self._open = send, replaced, ""
+        self._send, self._replaced, self._name = send, replaced, name
+        self._open = ""
+        self._lock = threading.Lock()
 
     def write(self, text: str) -> int:
-        *lines, self._open = (self._open + text).split("\n")
-        for line in lines:
-            self._send(("print", None, line))
+        with self._lock:
+            if self.closed:  # at exit, after the link closed: straight to the console
+                return self._replaced.write(text)
+            *lines, open_line = (self._open + text).split("\n")
+            self._open = open_line.rsplit("\r", 1)[-1]
+            for line in lines:
+                self._send(("print", self._name, line.rstrip("\r").rsplit("\r", 1)[-1]))
         return len(text)
 
     def writable(self) -> bool:
@@ -212,9 +233,18 @@ class ForwardedLines(io.TextIOBase):
     def fileno(self) -> int:
         return self._replaced.fileno()
 
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._replaced, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self._replaced, "errors", None)
+
     def close(self) -> None:
-        if self._open:
-            self._send(("print", None, self._open))
+        with self._lock:
+            if self._open and not self.closed:
+                self._send(("print", self._name, self._open))
             self._open = ""
         super().close()
 

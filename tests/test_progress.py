@@ -81,6 +81,7 @@ def _child_prints() -> None:
     warnings.warn("a warning from the child", stacklevel=1)
     sys.stderr.write("half a line, ")
     sys.stderr.write("then its end\n")
+    sys.stdout.write("the last line, left open")
 
 
 def test_a_childs_prints_are_drawn_by_the_parents_board(
@@ -98,7 +99,8 @@ def test_a_childs_prints_are_drawn_by_the_parents_board(
         )
         with pool:
             pool.submit(_child_prints).result(timeout=120)
-    out = capsys.readouterr().out  # the parent's own stdout: its board printed them
+    out, err = capsys.readouterr()  # the parent's own streams: its board printed them
     assert "a line from the child" in out
-    assert "a warning from the child" in out
-    assert "half a line, then its end" in out
+    assert "a warning from the child" in err
+    assert "half a line, then its end" in err
+    assert "the last line, left open" in out  # sent when the child's streams closed

@@ -89,15 +89,26 @@ def test_a_finished_baseline_is_reused_however_the_run_folder_is_spelled(
     experiment.train_baselines(cfg, options, run_dir, warm)  # absolute
     monkeypatch.chdir(tmp_path)
     relative = Path("./run")
-    again = experiment.train_baselines(cfg, options, relative, relative / "warm_start")
+    moved = cfg.checkpoint.model_copy(update={"output_dir": "./" + cfg.checkpoint.output_dir})
+    spelled = cfg.model_copy(update={"checkpoint": moved})
+    again = experiment.train_baselines(spelled, options, relative, relative / "warm_start")
     assert len(calls) == 1
     assert again["grpo"]["final_dir"].resolve() == (run_dir / "baselines/grpo/final")
 
 
-def test_a_marker_without_its_config_is_trained_again(calls: list[Path], tmp_path: Path) -> None:
+def test_a_marker_without_its_config_is_checked_against_the_trainers_record(
+    calls: list[Path], tmp_path: Path
+) -> None:
     cfg, options, run_dir, warm = _main_job(tmp_path)
     experiment.train_baselines(cfg, options, run_dir, warm)
-    marker = run_dir / "baselines" / "grpo" / experiment.BASELINE_DONE
-    marker.write_text(json.dumps({"wall_s": 1.0}))
+    folder = run_dir / "baselines" / "grpo"
+    (folder / experiment.BASELINE_DONE).write_text(json.dumps({"wall_s": 1.0}))
+    trained = experiment.baseline_config(cfg, options, "grpo", warm)
+    (folder / "config.json").write_text(json.dumps(trained.model_dump()))  # the trainer's
+    assert experiment.train_baselines(cfg, options, run_dir, warm)["grpo"]["wall_s"] == 1.0
+    other = cfg.model_copy(update={"seed": cfg.seed + 1})
+    with pytest.raises(RuntimeError, match="another config"):
+        experiment.train_baselines(other, options, run_dir, warm)
+    (folder / "config.json").unlink()  # nothing says how it was trained: trained again
     experiment.train_baselines(cfg, options, run_dir, warm)
-    assert len(calls) == 2
+    assert len(calls) == 2 and (folder / "final").is_dir()

@@ -5,6 +5,7 @@ anything."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,22 @@ def test_a_child_evaluating_one_seed_writes_no_tables(
     monkeypatch.setattr("sys.argv", [*argv, "--seeds", "3"])
     assert ablation.main() == 0
     assert "| solution pass rate | 50.0 |" in (out / "ablation.md").read_text()
+
+
+def test_the_children_of_jobs_n_are_told_to_write_no_tables(
+    load_benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ablation = load_benchmark("toy_ablation.py")
+    children: list[list[str]] = []
+
+    def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+        children.append(cmd)
+        seed = cmd[cmd.index("--seeds") + 1]
+        (tmp_path / "out" / f"seed{seed}").mkdir(parents=True)
+        (tmp_path / "out" / f"seed{seed}" / "summary.json").write_text('{"models": {}}')
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(ablation.subprocess, "run", run)
+    done = ablation.evaluate_seeds(tmp_path / "src", tmp_path / "out", [3, 4], 2, {})
+    assert sorted(done) == [3, 4]
+    assert len(children) == 2 and all("--no-report" in cmd for cmd in children)

@@ -103,9 +103,13 @@ def _finished_baseline(baseline: Any, folder: Path) -> dict[str, Any] | None:
     if not done.is_file() or not (folder / "final" / "config.json").is_file():
         return None  # none, or not whole: trained again
     record = json.loads(done.read_text())
-    if "config" not in record:
-        return None  # a marker that records no config cannot vouch for one: trained again
-    if record["config"] != _comparable(baseline):
+    trained = record.get("config")
+    if trained is None:  # an older marker: the trainer's own record of the config it ran with
+        saved = folder / "config.json"
+        if not saved.is_file():
+            return None
+        trained = _comparable(json.loads(saved.read_text()))
+    if trained != _comparable(_as_json(baseline)):
         raise RuntimeError(
             f"{folder} holds a baseline trained with another config: remove that folder to "
             "train it again with this one, or choose a new --out"
@@ -117,12 +121,19 @@ def _finished_baseline(baseline: Any, folder: Path) -> dict[str, Any] | None:
     }
 
 
-def _comparable(baseline: Any) -> dict[str, Any]:
-    """The baseline's config as JSON, without ``model.path``: a baseline always starts from
-    its own run's warm start (``RUN/warm_start``), and the same folder may be spelled
+def _as_json(cfg: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(cfg.model_dump(), default=str))
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """A baseline's config (as JSON) without the fields that only spell folders:
+    ``model.path`` (a baseline always starts from its own run's warm start,
+    ``RUN/warm_start``) and ``checkpoint.output_dir`` (a baseline trains into
+    ``RUN/baselines/<mode>`` whatever it says). The same run folder may be spelled
     ``runs/toy``, ``./runs/toy`` or absolute on another launch."""
-    config = json.loads(json.dumps(baseline.model_dump(), default=str))
+    config = {**config, "model": dict(config["model"]), "checkpoint": dict(config["checkpoint"])}
     config["model"].pop("path", None)
+    config["checkpoint"].pop("output_dir", None)
     return config
 
 
@@ -140,7 +151,7 @@ def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
             f"{summary.get('interrupted_at_step')} (a signal): run the main job again to train it"
         )
     wall = time.perf_counter() - started
-    record = {"wall_s": wall, "config": _comparable(baseline)}
+    record = {"wall_s": wall, "config": _comparable(_as_json(baseline))}
     (folder / BASELINE_DONE).write_text(json.dumps(record, indent=2) + "\n")
     return {
         "final_dir": Path(summary["final_model"]),

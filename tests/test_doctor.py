@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pairrl import doctor
 from pairrl.doctor import run_checks
 
 
@@ -49,3 +50,13 @@ def test_cli_json_output() -> None:
     out = subprocess.run([str(exe), "doctor", "--json"], capture_output=True, text=True, check=True)
     names = [c["name"] for c in json.loads(out.stdout)]
     assert "torch" in names and "disk" in names
+
+
+def test_library_versions_are_those_installed() -> None:
+    import importlib.metadata
+
+    versions = doctor.library_versions()
+    assert versions["python"] == platform.python_version()
+    assert versions["torch"] == importlib.metadata.version("torch")
+    assert versions["transformers"] == importlib.metadata.version("transformers")
+    assert set(versions) <= {"python", *doctor.NUMERIC_LIBRARIES}

@@ -60,6 +60,7 @@ def _check_summary(summary: dict, run: Path) -> None:
     assert {"pairrl", "grpo"} <= set(summary["curves"])
     assert summary["curves"]["pairrl"]["step"], "no training step was logged"
     assert "judge_balanced_accuracy_vs_grpo" in summary["verification_gain"]
+    assert {"python", "torch", "transformers", "trl"} <= set(summary["libraries"])
     for name in MODELS:
         for suffix in ("", "-shared"):
             assert (run / "eval" / f"{name}{suffix}" / "summary.json").is_file()

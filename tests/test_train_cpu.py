@@ -124,6 +124,8 @@ def test_pairrl_cpu_run_metrics_wandb_and_resume(warm_tiny_model: Path, tmp_path
     ref = tmp_path / "reference"
     summary = run_pairrl(train_args(warm_tiny_model, ref, 3))
     assert summary["global_step"] == 3
+    # the versions the numbers were measured with (another release can redraw them)
+    assert {"python", "torch", "transformers", "trl"} <= set(summary["libraries"])
 
     # Some solutions pass and some fail; eligible pairs and empty slots both occur.
     import pandas as pd

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pairrl.config import ConfigError
+from pairrl.doctor import library_versions
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
 from pairrl.rollout.recipe import LoadedRecipe
@@ -326,4 +327,5 @@ def _finish(
         "recipe": recipe_summary,
         "warm_start": policy.warm_start_report,
         "last_metrics": history[-1] if history else {},
+        "libraries": library_versions(),
     }

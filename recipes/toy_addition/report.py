@@ -10,7 +10,7 @@ runs (``beside``, ``experiment``), then writes:
   swiss, oracle with the model judging the warm start's candidates); ``verification_gain``
   (what pairwise verification added over GRPO, in points); the training curves; ``wall_s``
   per stage and in total (``side_by_side``: whether two processes shared them); the
-  benchmark runs' folders.
+  benchmark runs' folders; ``libraries``, the versions the numbers were measured with.
 * ``demo.png``: both runs' training curves, the held-out bars, and the gains over GRPO
   with their paired 95% intervals.
 """
@@ -182,6 +182,7 @@ def _clean(value: Any) -> Any:
 
 def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
     """Baselines, benchmark runs, summary.json, demo.png, the table (see module docstring)."""
+    from pairrl.doctor import library_versions
     from pairrl.recipes.toy_addition.beside import Beside
     from pairrl.recipes.toy_addition.experiment import (
         all_model_metrics,
@@ -233,6 +234,7 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
         "wall_s": wall,
         "side_by_side": beside.side_by_side,
         "eval_runs": {name: str(run.run_dir / "eval" / name) for name in evals},
+        "libraries": library_versions(),  # another release of any can redraw the numbers
     }
     (run.run_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
     plot_demo(run.run_dir / "demo.png", summary)

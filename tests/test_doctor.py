@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pairrl import doctor
+from pairrl import versions
 from pairrl.doctor import run_checks
 
 
@@ -55,8 +55,8 @@ def test_cli_json_output() -> None:
 def test_library_versions_are_those_installed() -> None:
     import importlib.metadata
 
-    versions = doctor.library_versions()
-    assert versions["python"] == platform.python_version()
-    assert versions["torch"] == importlib.metadata.version("torch")
-    assert versions["transformers"] == importlib.metadata.version("transformers")
-    assert set(versions) <= {"python", *doctor.NUMERIC_LIBRARIES}
+    found = versions.library_versions()
+    assert found["python"] == platform.python_version()
+    assert found["torch"] == importlib.metadata.version("torch")
+    assert found["transformers"] == importlib.metadata.version("transformers")
+    assert set(found) <= {"python", *versions.NUMERIC_LIBRARIES}

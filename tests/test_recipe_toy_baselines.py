@@ -112,3 +112,19 @@ def test_a_marker_without_its_config_is_checked_against_the_trainers_record(
     (folder / "config.json").unlink()  # nothing says how it was trained: trained again
     experiment.train_baselines(cfg, options, run_dir, warm)
     assert len(calls) == 2 and (folder / "final").is_dir()
+
+
+def test_evaluation_only_options_keep_a_finished_baseline(
+    calls: list[Path], tmp_path: Path
+) -> None:
+    from pairrl.recipes.toy_addition.config import EVALUATION_ONLY
+
+    cfg, options, run_dir, warm = _main_job(tmp_path)
+    assert set(type(options).model_fields) >= EVALUATION_ONLY  # names fields that exist
+    experiment.train_baselines(cfg, options, run_dir, warm)
+    evaluated = options.model_copy(update={"eval_k": 4, "side_by_side": False})
+    experiment.train_baselines(cfg, evaluated, run_dir, warm)  # reused
+    assert len(calls) == 1
+    trained_otherwise = options.model_copy(update={"judge_pairs": "mixed_only"})
+    with pytest.raises(RuntimeError, match="another config"):
+        experiment.train_baselines(cfg, trained_otherwise, run_dir, warm)

@@ -15,7 +15,14 @@ from pydantic import Field, StringConstraints
 
 from pairrl.config import PairrlModel
 
-__all__ = ["ToyAdditionOptions"]
+__all__ = ["EVALUATION_ONLY", "ToyAdditionOptions"]
+
+# Options that shape only the held-out evaluation (or which process runs it), never what a
+# training run does: a finished baseline is reused whatever they say.
+EVALUATION_ONLY = frozenset(
+    {"eval_k", "eval_problems", "eval_batch_size", "eval_temperature", "eval_engine",
+     "swiss_budget_per_candidate", "side_by_side"}
+)  # fmt: skip
 
 
 class ToyAdditionOptions(PairrlModel):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pairrl.eval.config import EvalConfig
-from pairrl.recipes.toy_addition.config import ToyAdditionOptions
+from pairrl.recipes.toy_addition.config import EVALUATION_ONLY, ToyAdditionOptions
 
 __all__ = [
     "SHARED_POOL_MODEL",
@@ -126,15 +126,21 @@ def _as_json(cfg: Any) -> dict[str, Any]:
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """A baseline's config (as JSON) without the fields that only spell folders:
-    ``model.path`` (a baseline always starts from its own run's warm start,
-    ``RUN/warm_start``) and ``checkpoint.output_dir`` (a baseline trains into
-    ``RUN/baselines/<mode>`` whatever it says). The same run folder may be spelled
-    ``runs/toy``, ``./runs/toy`` or absolute on another launch."""
+    """A baseline's config (as JSON) without what does not change its training: the fields
+    that only spell folders, ``model.path`` (a baseline always starts from its own run's
+    warm start, ``RUN/warm_start``) and ``checkpoint.output_dir`` (a baseline trains into
+    ``RUN/baselines/<mode>`` whatever it says), since the same run folder may be spelled
+    ``runs/toy``, ``./runs/toy`` or absolute on another launch; and the recipe's
+    evaluation-only options (``EVALUATION_ONLY``: a job run again to evaluate with another
+    k keeps its baselines)."""
+    recipe = dict(config["recipe"])
+    recipe["options"] = {
+        k: v for k, v in (recipe.get("options") or {}).items() if k not in EVALUATION_ONLY
+    }
     config = {**config, "model": dict(config["model"]), "checkpoint": dict(config["checkpoint"])}
     config["model"].pop("path", None)
     config["checkpoint"].pop("output_dir", None)
-    return config
+    return {**config, "recipe": recipe}
 
 
 def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:

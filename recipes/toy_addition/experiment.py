@@ -109,7 +109,7 @@ def _finished_baseline(baseline: Any, folder: Path) -> dict[str, Any] | None:
         if not saved.is_file():
             return None
         trained = _comparable(json.loads(saved.read_text()))
-    if trained != _comparable(_as_json(baseline)):
+    if trained != _comparable(baseline):
         raise RuntimeError(
             f"{folder} holds a baseline trained with another config: remove that folder to "
             "train it again with this one, or choose a new --out"
@@ -121,26 +121,21 @@ def _finished_baseline(baseline: Any, folder: Path) -> dict[str, Any] | None:
     }
 
 
-def _as_json(cfg: Any) -> dict[str, Any]:
-    return json.loads(json.dumps(cfg.model_dump(), default=str))
-
-
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """A baseline's config (as JSON) without what does not change its training: the fields
-    that only spell folders, ``model.path`` (a baseline always starts from its own run's
-    warm start, ``RUN/warm_start``) and ``checkpoint.output_dir`` (a baseline trains into
-    ``RUN/baselines/<mode>`` whatever it says), since the same run folder may be spelled
-    ``runs/toy``, ``./runs/toy`` or absolute on another launch; and the recipe's
-    evaluation-only options (``EVALUATION_ONLY``: a job run again to evaluate with another
-    k keeps its baselines)."""
-    recipe = dict(config["recipe"])
-    recipe["options"] = {
-        k: v for k, v in (recipe.get("options") or {}).items() if k not in EVALUATION_ONLY
-    }
-    config = {**config, "model": dict(config["model"]), "checkpoint": dict(config["checkpoint"])}
+def _comparable(baseline: Any) -> dict[str, Any]:
+    """A baseline's config (a config model, or its JSON) without what does not change its
+    training: the fields that only spell folders, ``model.path`` (a baseline always starts
+    from its own run's warm start, ``RUN/warm_start``) and ``checkpoint.output_dir`` (a
+    baseline trains into ``RUN/baselines/<mode>`` whatever it says), since the same run
+    folder may be spelled ``runs/toy``, ``./runs/toy`` or absolute on another launch; and
+    the recipe's evaluation-only options (``EVALUATION_ONLY``: a job run again to evaluate
+    with another k keeps its baselines)."""
+    data = baseline if isinstance(baseline, dict) else baseline.model_dump()
+    config = json.loads(json.dumps(data, default=str))  # a copy, in JSON's own types
     config["model"].pop("path", None)
     config["checkpoint"].pop("output_dir", None)
-    return {**config, "recipe": recipe}
+    for name in EVALUATION_ONLY:
+        (config["recipe"].get("options") or {}).pop(name, None)
+    return config
 
 
 def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
@@ -157,7 +152,7 @@ def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
             f"{summary.get('interrupted_at_step')} (a signal): run the main job again to train it"
         )
     wall = time.perf_counter() - started
-    record = {"wall_s": wall, "config": _comparable(_as_json(baseline))}
+    record = {"wall_s": wall, "config": _comparable(baseline)}
     (folder / BASELINE_DONE).write_text(json.dumps(record, indent=2) + "\n")
     return {
         "final_dir": Path(summary["final_model"]),

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import torch
 
-from pairrl.train.trainer import forward_in_buckets, padding_buckets
+from pairrl.train.padding import padding_buckets
+from pairrl.train.trainer import forward_in_buckets
 
 
 def test_padding_buckets_split_narrow_from_wide_rows() -> None:

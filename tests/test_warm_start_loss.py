@@ -31,7 +31,7 @@ def _trainer_and_batch(model_dir: Path, out: Path) -> tuple[object, dict[str, to
 def test_labelled_token_loss_is_trls_loss_and_gradient(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    from pairrl.train.warm_start import _labelled_token_trainer, labelled_token_loss
+    from pairrl.train.warm_start import _warm_start_trainer, labelled_token_loss
 
     trainer, batch = _trainer_and_batch(tiny_model_dir, tmp_path)
     model = trainer.model
@@ -54,8 +54,60 @@ def test_labelled_token_loss_is_trls_loss_and_gradient(
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-5)
     torch.testing.assert_close(grad_ours, grad_theirs, rtol=1e-4, atol=1e-6)
     # the warm start's trainer returns exactly this loss
-    overridden = _labelled_token_trainer().compute_loss(trainer, model, dict(batch))
+    trainer.__class__ = _warm_start_trainer(True, False)
+    overridden = trainer.compute_loss(model, dict(batch))
     assert overridden.item() == ours.item()
     # over a count given by the trainer (gradient accumulation): the sum over that count
     half = labelled_token_loss(model, dict(batch), num_items=2 * mask.sum())
     assert half.item() == pytest.approx(ours.item() / 2, rel=1e-6)
+
+
+def test_bucketed_loss_is_the_whole_batch_loss(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from pairrl.train.padding import right_padded_buckets
+    from pairrl.train.warm_start import _warm_start_trainer
+
+    trainer, batch = _trainer_and_batch(tiny_model_dir, tmp_path)
+    model = trainer.model
+    # rows of very different lengths, so that the batch splits: a long row made of one
+    # short row repeated (right padding kept: real tokens first)
+    long_ids = batch["input_ids"][1].repeat(4)
+    width = long_ids.numel()
+
+    def pad(rows: torch.Tensor, value: int) -> torch.Tensor:
+        return torch.nn.functional.pad(rows, (0, width - rows.size(1)), value=value)
+
+    wide = {
+        "input_ids": torch.cat([pad(batch["input_ids"], 0), long_ids[None]]),
+        "attention_mask": torch.cat(
+            [pad(batch["attention_mask"], 0), torch.ones(1, width, dtype=torch.long)]
+        ),
+        "labels": torch.cat([pad(batch["labels"], -100), long_ids[None]]),
+    }
+    parts = right_padded_buckets(wide)
+    assert len(parts) == 2  # 4 short rows cut to their own width, the long row alone
+    assert [p["input_ids"].shape[0] for p in parts] == [4, 1]
+    assert parts[0]["input_ids"].shape[1] < width
+
+    count = (wide["labels"][:, 1:] != -100).sum()
+
+    def loss(labelled_positions_only: bool, bucket_padding: bool) -> torch.Tensor:
+        trainer.__class__ = _warm_start_trainer(labelled_positions_only, bucket_padding)
+        return trainer.compute_loss(model, dict(wide), num_items_in_batch=count)
+
+    whole = loss(False, False)
+    (grad_whole,) = torch.autograd.grad(whole, [model.get_input_embeddings().weight])
+    split = loss(False, True)
+    (grad_split,) = torch.autograd.grad(split, [model.get_input_embeddings().weight])
+    assert split.item() == pytest.approx(whole.item(), rel=1e-5)
+    torch.testing.assert_close(grad_split, grad_whole, rtol=1e-4, atol=1e-6)
+    # labelled positions only, bucketed: the same loss again
+    assert loss(True, True).item() == pytest.approx(whole.item(), rel=1e-5)
+
+
+def test_right_padded_buckets_keep_a_left_padded_batch_whole() -> None:
+    from pairrl.train.padding import right_padded_buckets
+
+    mask = torch.tensor([[0, 0, 0, 0, 1], [1, 1, 1, 1, 1], [0, 0, 0, 1, 1]])
+    batch = {"input_ids": torch.zeros_like(mask), "attention_mask": mask}
+    assert right_padded_buckets(batch) == [batch]
+    assert right_padded_buckets({"input_ids": mask}) == [{"input_ids": mask}]

@@ -344,6 +344,13 @@ class WarmStartConfig(PairrlModel):
         "every device (pairrl.train.warm_start.labelled_token_loss), the same loss in about "
         "25% less time per CPU step but not the same floats, so a run's numbers change",
     )
+    bucket_padding: bool = Field(
+        default=True,
+        description="run each SFT batch as at most two forwards, short conversations and "
+        "long ones, each padded to its own longest (pairrl.train.padding): the same loss up "
+        "to float rounding, about a third less compute when solutions and judgements mix; "
+        "false pads every batch to its longest conversation",
+    )
 
 
 class LoggingConfig(PairrlModel):

@@ -87,6 +87,7 @@ def prepare_policy(
                 lr=cfg.warm_start.lr,
                 batch_size=cfg.warm_start.batch_size,
                 labelled_positions_only=cfg.warm_start.loss_positions == "labelled",
+                bucket_padding=cfg.warm_start.bucket_padding,
                 seed=cfg.seed,
                 gradient_checkpointing=cfg.model.gradient_checkpointing,
                 show_progress=cfg.logging.console == "progress",

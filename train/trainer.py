@@ -38,13 +38,13 @@ from trl import GRPOTrainer
 from pairrl.train.advantages import compute_advantages, sample_type_weights
 from pairrl.train.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
 from pairrl.train.metrics import step_metrics
+from pairrl.train.padding import padding_buckets
 
 __all__ = [
     "PairRLTrainer",
     "StepTimer",
     "batch_advantages",
     "forward_in_buckets",
-    "padding_buckets",
     "pair_verification",
     "solution_correctness",
 ]
@@ -93,29 +93,6 @@ class _NoRewardRowFilter(logging.Filter):
 
 
 logging.getLogger("trl.trainer.grpo_trainer").addFilter(_NoRewardRowFilter())
-
-
-def padding_buckets(widths: list[int], min_saving: float = 0.25) -> list[list[int]]:
-    """Row indices in one bucket, or two (narrow prompts, wide prompts) if that pads less.
-
-    ``widths[i]`` is the prompt width row ``i`` needs (its real prompt tokens). A bucket
-    costs ``rows x its widest row``; the split point over the rows sorted by width is the
-    one with the lowest total cost. It is used only if it saves at least ``min_saving`` of
-    the one-bucket cost, since every extra forward has a fixed cost (small prompt-length
-    differences are not worth it). Solution rows (~95-token prompts) and judgement rows
-    (pairwise prompts, ~3x longer) land in separate buckets.
-    """
-    order = sorted(range(len(widths)), key=lambda i: widths[i])
-    sorted_widths = [widths[i] for i in order]
-    n = len(order)
-    best_cost, best_k = n * (sorted_widths[-1] if n else 0), n
-    for k in range(1, n):
-        cost = k * sorted_widths[k - 1] + (n - k) * sorted_widths[-1]
-        if cost < best_cost:
-            best_cost, best_k = cost, k
-    if best_k == n or best_cost > (1.0 - min_saving) * n * sorted_widths[-1]:
-        return [order]
-    return [order[:best_k], order[best_k:]]
 
 
 def forward_in_buckets(

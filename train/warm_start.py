@@ -3,10 +3,13 @@
 Tiny models know no output format at all; before RL, a short SFT on conversations the
 data source or the recipe provides teaches them the fenced-code solution and the rating
 tags. Loss is on assistant tokens only (the tiny chat template marks them with
-``{% generation %}``). With ``labelled_positions_only`` the loss scores only the labelled
-positions, on every device (TRL's own does so on CUDA/XPU only): the trainer's one
-override, ``labelled_token_loss``. The one warm start of the project:
-``pairrl.train.policy`` calls it for every run with ``warm_start.steps > 0``.
+``{% generation %}``). The trainer's one override, ``compute_loss``, changes how the loss
+is computed, never what it is: with ``bucket_padding`` a batch that mixes short solution
+conversations with long judgement ones runs as two narrower forwards
+(``pairrl.train.padding.right_padded_buckets``), and with ``labelled_positions_only`` the
+loss scores only the labelled positions on every device (``labelled_token_loss``; TRL's
+own does so on CUDA/XPU only). The one warm start of the project: ``pairrl.train.policy``
+calls it for every run with ``warm_start.steps > 0``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def warm_start(
     lr: float,
     batch_size: int,
     labelled_positions_only: bool = False,
+    bucket_padding: bool = False,
     seed: int = 0,
     gradient_checkpointing: bool = False,
     show_progress: bool = False,
@@ -35,9 +39,11 @@ def warm_start(
     """Train ``steps`` SFT steps and save model + tokenizer to ``out_dir``.
 
     ``labelled_positions_only``: score the loss on labelled positions only, on every
-    device (``labelled_token_loss``). ``gradient_checkpointing`` follows the model config
-    (TRL's own default is on, which costs a recompute per step that a small model does not
-    need). With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
+    device (``labelled_token_loss``). ``bucket_padding``: run each batch as at most two
+    forwards, narrow rows and wide rows, each cut to its own widest row (the same loss up
+    to float rounding, in less time when lengths differ). ``gradient_checkpointing``
+    follows the model config (TRL's own default is on, which costs a recompute per step
+    that a small model does not need). With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
     ``warm_start_log.jsonl`` instead of the console. Returns ``{"steps", "first_loss",
     "last_loss", "wall_s", "out_dir"}``.
     """
@@ -55,7 +61,10 @@ def warm_start(
         **_sft_args(out_dir, steps=steps, lr=lr, batch_size=batch_size, seed=seed),
         gradient_checkpointing=gradient_checkpointing,
     )
-    trainer_cls = _labelled_token_trainer() if labelled_positions_only else SFTTrainer
+    if labelled_positions_only or bucket_padding:
+        trainer_cls = _warm_start_trainer(labelled_positions_only, bucket_padding)
+    else:
+        trainer_cls = SFTTrainer
     trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
     if show_progress:
         from pairrl.train.progress import StepProgress, quiet_console
@@ -100,21 +109,35 @@ def labelled_token_loss(model: Any, inputs: dict[str, Any], num_items: Any = Non
     return total / count.clamp(min=1)
 
 
-def _labelled_token_trainer() -> type:
-    """``SFTTrainer`` with ``labelled_token_loss``: the one method it overrides."""
+def _warm_start_trainer(labelled_positions_only: bool, bucket_padding: bool) -> type:
+    """``SFTTrainer`` whose loss runs per padding bucket and/or on labelled positions only.
+
+    Each bucket's loss is summed over its labelled tokens and divided by the whole batch's
+    count (``num_items_in_batch``), so the buckets add up to the batch's loss. Without
+    that count from the trainer the batch runs whole.
+    """
     from trl import SFTTrainer
 
-    class LabelledTokenSFTTrainer(SFTTrainer):
+    from pairrl.train.padding import right_padded_buckets
+
+    class WarmStartSFTTrainer(SFTTrainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             if return_outputs:
                 raise NotImplementedError("the warm start asks for the loss only")
+            split = bucket_padding and num_items_in_batch is not None
+            parts = right_padded_buckets(inputs) if split else [inputs]
+            return sum(self._part_loss(model, part, num_items_in_batch) for part in parts)
+
+        def _part_loss(self, model, inputs, num_items_in_batch):
+            if not labelled_positions_only:
+                return super().compute_loss(model, inputs, num_items_in_batch=num_items_in_batch)
             loss = labelled_token_loss(model, inputs, num_items_in_batch)
             if self.args.average_tokens_across_devices and num_items_in_batch is not None:
                 # as TRL's: the count is every rank's, and DDP averages the gradients
                 loss = loss * self.accelerator.num_processes
             return loss
 
-    return LabelledTokenSFTTrainer
+    return WarmStartSFTTrainer
 
 
 def _sft_args(

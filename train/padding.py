@@ -1,0 +1,74 @@
+"""Padding buckets: run a padded batch as at most two narrower ones when that pads less.
+
+A batch that mixes short rows (solutions) with ~2-3x longer ones (pairwise judgements)
+pays the longest row's width on every row. Splitting it into a narrow and a wide bucket,
+each trimmed to its own widest row, computes the same values up to float rounding:
+masked positions take no part in attention and rotary attention depends only on
+relative positions. The RL update (``pairrl.train.trainer.forward_in_buckets``, prompts
+left-padded) and the warm start (``right_padded_buckets``, conversations right-padded)
+both split this way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["padding_buckets", "right_padded_buckets"]
+
+
+def padding_buckets(widths: list[int], min_saving: float = 0.25) -> list[list[int]]:
+    """Row indices in one bucket, or two (narrow rows, wide rows) if that pads less.
+
+    ``widths[i]`` is the width row ``i`` needs (its real tokens). A bucket costs ``rows x
+    its widest row``; the split point over the rows sorted by width is the one with the
+    lowest total cost. It is used only if it saves at least ``min_saving`` of the
+    one-bucket cost, since every extra forward has a fixed cost (small length differences
+    are not worth it).
+    """
+    order = sorted(range(len(widths)), key=lambda i: widths[i])
+    sorted_widths = [widths[i] for i in order]
+    n = len(order)
+    best_cost, best_k = n * (sorted_widths[-1] if n else 0), n
+    for k in range(1, n):
+        cost = k * sorted_widths[k - 1] + (n - k) * sorted_widths[-1]
+        if cost < best_cost:
+            best_cost, best_k = cost, k
+    if best_k == n or best_cost > (1.0 - min_saving) * n * sorted_widths[-1]:
+        return [order]
+    return [order[:best_k], order[best_k:]]
+
+
+def right_padded_buckets(batch: dict[str, Any]) -> list[dict[str, Any]]:
+    """A right-padded batch as one or two sub-batches, each cut to its widest row.
+
+    Every ``(rows, length)`` tensor of ``batch`` (``input_ids``, ``attention_mask``,
+    ``labels``, ...) is split by rows and cut to the bucket's widest real row; anything
+    else is passed on as it is. A batch whose mask is not right padding (a row with a
+    real token after a padded one), or without an ``attention_mask``, stays whole.
+    """
+    mask = batch.get("attention_mask")
+    if mask is None or mask.dim() != 2:
+        return [batch]
+    lengths = mask.sum(dim=1)
+    columns = torch.arange(mask.size(1), device=mask.device)
+    if not torch.equal(mask != 0, columns[None, :] < lengths[:, None]):
+        return [batch]
+    buckets = padding_buckets(lengths.tolist())
+    if len(buckets) == 1:
+        return [batch]
+    shape = mask.shape
+    parts = []
+    for rows in buckets:
+        index = torch.tensor(rows, device=mask.device)
+        width = int(lengths[index].max())
+        parts.append(
+            {
+                key: value[index, :width]
+                if isinstance(value, torch.Tensor) and value.shape[:2] == shape
+                else value
+                for key, value in batch.items()
+            }
+        )
+    return parts

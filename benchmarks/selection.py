@@ -1,5 +1,5 @@
-"""Selection benchmark on simulated judges: Swiss vs sequential halving vs the evidence
-ladder vs random pairing vs all pairs (and the oracle / chance references).
+"""Selection benchmark on simulated judges: Swiss vs sequential halving vs rated halving
+vs the evidence ladder vs random pairing vs all pairs (and the oracle / chance references).
 
     OMP_NUM_THREADS=1 python3.11 selection.py --problems 2000 --seed-offset 10000  # report
     OMP_NUM_THREADS=1 python3.11 selection.py --problems 300                     # iterate
@@ -7,14 +7,16 @@ ladder vs random pairing vs all pairs (and the oracle / chance references).
 The simulated problems and judges (stated parameters) are described in selection_sim.py.
 For each judge, N in {8, 16, 32} and budget B in {1N, 2N, 3N} it prints the selection
 accuracy of every schedule (share of problems whose winner is correct; a problem with no
-correct candidate is a miss for everyone, which is why the oracle is below 1), the share
-of the Swiss -> all-pairs gap that halving and the ladder close (n/a where all pairs is
-not at least 0.01 above Swiss, or for the label-blind judge), the paired difference
-ladder - Swiss and halving - Swiss with its standard error (paired by problem: same
+correct candidate is a miss for everyone, which is why the oracle is below 1), two
+all-pairs references (every pair once, picked by mu as the paper does, and by the rating
+model of rated halving), the share of the Swiss -> all-pairs gap that halving, the ladder
+and rated halving close (n/a where all pairs is not at least 0.01 above Swiss, or for the
+label-blind judge), the same for rated halving against all pairs with its own pick, the
+paired difference rated halving - Swiss with its standard error (paired by problem: same
 candidates, independent judge noise), and the rounds (batched judge calls) per
 tournament. Then: the A-biased vs B-biased judge difference per schedule (paired by
 problem), the scheduling overhead (CPU time per tournament with a judge that costs
-nothing, i.e. the schedule's own work), and the check of the ladder's targets.
+nothing, i.e. the schedule's own work), and the check of the chosen schedule's targets.
 
 Problems are numbered seed_offset .. seed_offset + problems - 1: tune on one range (the
 schedules were tuned on 0 .. 9999) and report on another (10000 .. 11999, the figures in
@@ -24,6 +26,7 @@ docs/experiments.md).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import statistics
@@ -36,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from selection_sim import JudgeModel, make_problem
 
-from pairrl.rollout.tournament import SCHEDULES
+from pairrl.rollout.strengths import rating_strengths
+from pairrl.rollout.tournament import SCHEDULES, all_pairs_tournament
 
 JUDGES = [
     JudgeModel("q70", mixed_accuracy=0.7),
@@ -49,20 +53,38 @@ JUDGES = [
     JudgeModel("q80-posB", mixed_accuracy=0.8, position_bias=0.3, biased_position="B"),
     JudgeModel("q80-expect", mixed_accuracy=0.8, expected_ratings=True),
     JudgeModel("q80-dead1", mixed_accuracy=0.8, dead_candidate=True),
+    JudgeModel("q80-pair1", mixed_accuracy=0.8, pair_effect=1.0),
+    JudgeModel("q80-pair2", mixed_accuracy=0.8, pair_effect=2.0),
     JudgeModel("blind", label_blind=True),
 ]
 SIZES = (8, 16, 32)
 BUDGET_MULTIPLIERS = (1, 2, 3)
-BUDGETED = ("swiss", "sequential_halving", "ladder", "random_pairing")
+BUDGETED = ("swiss", "sequential_halving", "rated_halving", "ladder", "random_pairing")
+REFERENCES = ("all_pairs", "all_pairs_rated")
 SHORT = {
     "swiss": "swiss",
     "sequential_halving": "halv",
+    "rated_halving": "rated",
     "ladder": "ladder",
     "random_pairing": "rand",
     "all_pairs": "all",
+    "all_pairs_rated": "all:r",
 }
-CANDIDATE = "ladder"  # the schedule whose targets are checked
+CANDIDATE = "rated_halving"  # the schedule whose targets are checked (the default "better")
 HEADLINE = ("q80", 16, 2)
+
+
+def all_pairs_rated(num_candidates: int, judge_pairs, budget=None, *, seed: int = 0):
+    """Every pair once, picked by rated halving's rating model instead of mu."""
+    res = all_pairs_tournament(num_candidates, judge_pairs, budget, seed=seed)
+    rated = [(c.a, c.b, *c.ratings) for c in res.comparisons if c.ratings is not None]
+    level = rating_strengths(num_candidates, rated)
+    has = [i for i in range(num_candidates) if res.degree[i]]
+    winner = max(has, key=lambda i: (level[i], -i)) if has else None
+    return dataclasses.replace(res, schedule="all_pairs_rated", winner=winner)
+
+
+RUNNERS = {**SCHEDULES, "all_pairs_rated": all_pairs_rated}
 
 
 def _problem_seed(num_candidates: int, p: int) -> int:
@@ -86,7 +108,7 @@ def evaluate(
     out[("oracle", None)] = ([float(any(y)) for y in labels], 0.0)
     # chance = a uniformly random pick: its expected accuracy is the share correct
     out[("chance", None)] = ([sum(y) / len(y) for y in labels], 0.0)
-    runs: list[tuple[str, int | None]] = [("all_pairs", None)]
+    runs: list[tuple[str, int | None]] = [(r, None) for r in REFERENCES]
     runs += [(s, m * num_candidates) for m in BUDGET_MULTIPLIERS for s in BUDGETED]
     for schedule, budget in runs:
         hits: list[float] = []
@@ -98,7 +120,7 @@ def evaluate(
                 _problem_seed(num_candidates, p),
                 _judge_seed(num_candidates, p, schedule, budget or 0),
             )
-            result = SCHEDULES[schedule](num_candidates, problem.judge_pairs, budget, seed=p)
+            result = RUNNERS[schedule](num_candidates, problem.judge_pairs, budget, seed=p)
             if result.num_comparisons > (budget if budget is not None else math.inf):
                 raise AssertionError(f"{schedule} exceeded budget {budget}")
             if problem.calls != result.rounds:
@@ -163,10 +185,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"#   {judge.describe()}")
     print("# pass rate per problem ~ Beta(1.4, 2.1); accuracy = P(winner correct)")
     print("# every comparison's A/B order is a seeded coin flip (ratings mapped back)")
+    gapped = ("sequential_halving", "ladder", CANDIDATE)
     header = (
-        f"{'judge':<11} {'N':>3} {'B':>3} | {'swiss':>6} {'halv':>6} {'ladder':>6} {'rand':>6} "
-        f"{'all':>6} {'oracle':>6} {'chance':>6} | {'gap:h':>5} {'gap:L':>5} | "
-        f"{'ladder-swiss':>14} {'halv-swiss':>14} | rounds s/h/L/r/all"
+        f"{'judge':<11} {'N':>3} {'B':>3} | "
+        + " ".join(f"{SHORT[s]:>6}" for s in (*BUDGETED, *REFERENCES))
+        + f" {'oracle':>6} {'chance':>6} | "
+        + " ".join(f"{'gap:' + SHORT[s][:1]:>5}" for s in gapped)
+        + f" {'gap:r*':>6} | {SHORT[CANDIDATE] + '-swiss':>14} | rounds "
+        + "/".join(SHORT[s] for s in (*BUDGETED, "all_pairs"))
     )
     print(header)
     print("-" * len(header))
@@ -176,24 +202,24 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             res = evaluate(judge, n, problems)
             mean = {k: statistics.fmean(v[0]) for k, v in res.items()}
-            al = mean[("all_pairs", None)]
+            ref = {r: mean[(r, None)] for r in REFERENCES}
             for m in BUDGET_MULTIPLIERS:
                 b = m * n
                 acc = {s: mean[(s, b)] for s in BUDGETED}
                 sw = acc["swiss"]
-                gap_h = _gap(acc["sequential_halving"], sw, al, judge.label_blind)
-                gap_l = _gap(acc["ladder"], sw, al, judge.label_blind)
-                dl, sel = _paired_diff(res[("ladder", b)][0], res[("swiss", b)][0])
-                dh, seh = _paired_diff(res[("sequential_halving", b)][0], res[("swiss", b)][0])
+                blind = judge.label_blind
+                gaps = {s: _gap(acc[s], sw, ref["all_pairs"], blind) for s in gapped}
+                own_gap = _gap(acc[CANDIDATE], sw, ref["all_pairs_rated"], blind)
+                diff, se = _paired_diff(res[(CANDIDATE, b)][0], res[("swiss", b)][0])
                 rounds = {s: res[(s, b)][1] for s in BUDGETED}
                 rounds["all_pairs"] = res[("all_pairs", None)][1]
                 rtxt = "/".join(f"{rounds[s]:.0f}" for s in (*BUDGETED, "all_pairs"))
                 print(
-                    f"{judge.name:<11} {n:>3} {b:>3} | {sw:6.3f} {acc['sequential_halving']:6.3f} "
-                    f"{acc['ladder']:6.3f} {acc['random_pairing']:6.3f} {al:6.3f} "
-                    f"{mean[('oracle', None)]:6.3f} {mean[('chance', None)]:6.3f} | "
-                    f"{_fmt_gap(gap_h)} {_fmt_gap(gap_l)} | {dl:+7.3f} ±{sel:5.3f} "
-                    f"{dh:+7.3f} ±{seh:5.3f} | {rtxt}",
+                    f"{judge.name:<11} {n:>3} {b:>3} | "
+                    + " ".join(f"{x:6.3f}" for x in (*acc.values(), *ref.values()))
+                    + f" {mean[('oracle', None)]:6.3f} {mean[('chance', None)]:6.3f} | "
+                    + " ".join(_fmt_gap(gaps[s]) for s in gapped)
+                    + f"  {_fmt_gap(own_gap)} | {diff:+7.3f} ±{se:5.3f} | {rtxt}",
                     flush=True,
                 )
                 cells.append(
@@ -202,15 +228,14 @@ def main(argv: list[str] | None = None) -> int:
                         n=n,
                         budget=b,
                         acc=acc,
-                        all_pairs=al,
+                        references=ref,
                         oracle=mean[("oracle", None)],
                         chance=mean[("chance", None)],
-                        gap_halving=gap_h,
-                        gap_ladder=gap_l,
-                        ladder_minus_swiss=[dl, sel],
-                        halving_minus_swiss=[dh, seh],
+                        gaps=gaps,
+                        gap_against_own_pick=own_gap,
+                        candidate_minus_swiss=[diff, se],
                         rounds=rounds,
-                        blind=judge.label_blind,
+                        blind=blind,
                     )
                 )
                 for s in BUDGETED:
@@ -245,25 +270,30 @@ def main(argv: list[str] | None = None) -> int:
     if head is not None:
         checks.append(
             (
-                f"gap closed at q80 N=16 B=2N >= 0.9: {head['gap_ladder']:.2f}",
-                head["gap_ladder"] >= 0.9,
+                f"gap closed at q80 N=16 B=2N >= 0.9: {head['gaps'][CANDIDATE]:.2f} "
+                f"(against all pairs with its own pick: {head['gap_against_own_pick']:.2f})",
+                head["gaps"][CANDIDATE] >= 0.9,
             )
         )
-    below = [c for c in cells if c["ladder_minus_swiss"][0] < -2 * c["ladder_minus_swiss"][1]]
+    informative = [c for c in cells if not c["blind"]]
+    below = [
+        c for c in informative if c["candidate_minus_swiss"][0] < -2 * c["candidate_minus_swiss"][1]
+    ]
     worst = min(
-        cells, key=lambda c: c["ladder_minus_swiss"][0] / max(c["ladder_minus_swiss"][1], 1e-9)
+        informative,
+        key=lambda c: c["candidate_minus_swiss"][0] / max(c["candidate_minus_swiss"][1], 1e-9),
     )
     checks.append(
         (
-            f"never below Swiss by > 2 SE ({len(cells)} cells; worst "
-            f"{worst['judge']} N={worst['n']} B={worst['budget']}: "
-            f"{worst['ladder_minus_swiss'][0]:+.3f} ±{worst['ladder_minus_swiss'][1]:.3f})",
+            f"never below Swiss by > 2 SE ({len(informative)} cells with an informative judge; "
+            f"worst {worst['judge']} N={worst['n']} B={worst['budget']}: "
+            f"{worst['candidate_minus_swiss'][0]:+.3f} ±{worst['candidate_minus_swiss'][1]:.3f})",
             not below,
         )
     )
-    lad_bias = [r for r in bias_rows if r["schedule"] == CANDIDATE]
-    if lad_bias:
-        mx = max(lad_bias, key=lambda r: abs(r["diff"]))
+    cand_bias = [r for r in bias_rows if r["schedule"] == CANDIDATE]
+    if cand_bias:
+        mx = max(cand_bias, key=lambda r: abs(r["diff"]))
         checks.append(
             (
                 f"|acc(A-biased) - acc(B-biased)| <= 0.02 in every N, B (max "
@@ -279,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in below:
         print(
             f"#     below Swiss: {c['judge']} N={c['n']} B={c['budget']} "
-            f"{c['ladder_minus_swiss'][0]:+.3f} ±{c['ladder_minus_swiss'][1]:.3f}"
+            f"{c['candidate_minus_swiss'][0]:+.3f} ±{c['candidate_minus_swiss'][1]:.3f}"
         )
     print(
         f"# wall time {time.perf_counter() - t_start:.0f} s, "

@@ -31,6 +31,12 @@ each pair in the order the tournament presents it, so a position bias acts on th
   k + 1/2)``, a real number in [1, 10]. ``sd_x`` is calibrated so that the correct
   candidate gets the higher expected rating on ``mixed_accuracy`` of mixed pairs (exact
   ties have probability 0), i.e. as discriminative as the integer judge of that accuracy.
+* ``pair_effect`` k: both ratings of one comparison share an offset ``u ~ N(0, (k
+  sd)^2)`` (sd the rating noise): a judge that rates a pair higher or lower as a whole,
+  so a rating's level says less about its candidate while its difference says as much
+  as before (the win probability changes only through clipping at 1 and 10). A judge
+  for which ratings are not absolute, to check that a schedule reading the ratings'
+  levels holds up when they mean little.
 * ``dead_candidate``: one candidate per problem (uniform, from the problem seed, drawn
   after labels and biases so those match the other judges) whose comparisons always fail
   (returns None), e.g. a solution too long for the judge's context.
@@ -125,6 +131,7 @@ class JudgeModel:
     biased_position: str = "A"
     expected_ratings: bool = False
     dead_candidate: bool = False
+    pair_effect: float = 0.0
 
     def describe(self) -> str:
         if self.label_blind:
@@ -152,6 +159,8 @@ class JudgeModel:
             )
         if self.dead_candidate:
             extra.append("one candidate's comparisons always fail")
+        if self.pair_effect:
+            extra.append(f"pair effect sd = {self.pair_effect} x the rating noise sd")
         return base + ("; " + ", ".join(extra) if extra else "")
 
 
@@ -169,6 +178,7 @@ class SimProblem:
     biased_position: str = "A"
     expected_ratings: bool = False
     dead: int | None = None
+    pair_sd: float = 0.0
 
     def judge_pairs(self, pairs: list[tuple[int, int]]) -> list[tuple[float, float] | None]:
         """One batched judge call over a round of pairs, each as presented (A, B)."""
@@ -186,8 +196,9 @@ class SimProblem:
             if self.position_bias and rng.random() < self.position_bias:
                 out.append((8, 3) if self.biased_position == "A" else (3, 8))
                 continue
-            xa = self.means[a] + sd * rng.gauss(0.0, 1.0)
-            xb = self.means[b] + sd * rng.gauss(0.0, 1.0)
+            shared = self.pair_sd * rng.gauss(0.0, 1.0) if self.pair_sd else 0.0
+            xa = self.means[a] + shared + sd * rng.gauss(0.0, 1.0)
+            xb = self.means[b] + shared + sd * rng.gauss(0.0, 1.0)
             if self.expected_ratings:
                 out.append((expected_rating(xa, sd), expected_rating(xb, sd)))
             else:
@@ -227,6 +238,7 @@ def make_problem(
         biased_position=judge.biased_position,
         expected_ratings=judge.expected_ratings,
         dead=dead,
+        pair_sd=judge.pair_effect * noise_sd,
     )
 
 

@@ -43,6 +43,7 @@ SelectorName = Literal[
     "swiss_3n",
     "random_pairing_2n",
     "better_2n",
+    "halving_2n",
     "ladder_2n",
     "majority",
 ]
@@ -58,6 +59,7 @@ JUDGE_SELECTORS: tuple[str, ...] = (
     "swiss_3n",
     "random_pairing_2n",
     "better_2n",
+    "halving_2n",
     "ladder_2n",
 )
 ALL_SELECTORS: tuple[str, ...] = NO_JUDGE + JUDGE_SELECTORS + EXTRA_NO_JUDGE

@@ -24,14 +24,16 @@ from pairrl.rollout.lockstep import run_in_lockstep
 __all__ = ["TOURNAMENT_SELECTORS", "TaskLedger", "cost_of", "run_tournaments"]
 
 # name -> (tournament function in pairrl.rollout.tournament, budget in multiples of N or None).
-# better_2n is the project's schedule aimed at finding the best (sequential halving).
+# better_2n is the project's default schedule aimed at finding the best (sequential halving
+# that reads the ratings through a rating model); halving_2n is plain sequential halving.
 TOURNAMENT_SELECTORS: dict[str, tuple[str, int | None]] = {
     "all_pairs": ("all_pairs_tournament", None),
     "swiss_1n": ("swiss_tournament", 1),
     "swiss_2n": ("swiss_tournament", 2),
     "swiss_3n": ("swiss_tournament", 3),
     "random_pairing_2n": ("random_pairing_tournament", 2),
-    "better_2n": ("sequential_halving_tournament", 2),
+    "better_2n": ("rated_halving_tournament", 2),
+    "halving_2n": ("sequential_halving_tournament", 2),
     "ladder_2n": ("ladder_tournament", 2),
 }
 

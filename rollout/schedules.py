@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Collection, Sequence
-from operator import mul
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 Pair = tuple[int, int]
@@ -209,10 +208,14 @@ def pool_matching(
     return pairs
 
 
-def sequential_halving_plan(ledger: Ledger, rng: random.Random) -> list[int]:
+def sequential_halving_plan(
+    ledger: Ledger, rng: random.Random, cut_scores: Callable[[], list[float]] | None = None
+) -> list[int]:
     """Play the halving schedule on ``ledger`` and return the final pool (winner's pool).
-    Given-up candidates (comparisons that keep failing) are not paired and are cut first;
-    budget a shrunken pool leaves unspent goes to more rounds of the final pool."""
+    Each cut keeps the pool's best by ``cut_scores()`` (higher is better) when given, else
+    by mu, then mean rating. Given-up candidates (comparisons that keep failing) are not
+    paired and are cut first; budget a shrunken pool leaves unspent goes to more rounds
+    of the final pool."""
     sizes = halving_stage_sizes(ledger.n)
     rounds = halving_rounds_per_stage(sizes, ledger.remaining)
     pool = list(range(ledger.n))
@@ -220,12 +223,14 @@ def sequential_halving_plan(ledger: Ledger, rng: random.Random) -> list[int]:
         if ledger.remaining <= 0 or n_rounds == 0:
             break
         if stage > 0:
-            mu, rating = ledger.schedule_mu(), ledger.schedule_mean_rating()
+            if cut_scores is None:
+                mu, rating = ledger.schedule_mu(), ledger.schedule_mean_rating()
+                keys = [(-m, -r) for m, r in zip(mu, rating, strict=True)]
+            else:
+                keys = [(-x, 0.0) for x in cut_scores()]
             tiebreak = {i: rng.random() for i in pool}
             live = set(ledger.active(pool))
-            pool = sorted(pool, key=lambda i: (i not in live, -mu[i], -rating[i], tiebreak[i]))[
-                :size
-            ]
+            pool = sorted(pool, key=lambda i: (i not in live, keys[i], tiebreak[i]))[:size]
         for _ in range(n_rounds):
             live_pool = ledger.active(pool)
             if ledger.remaining <= 0 or len(live_pool) < 2:
@@ -307,56 +312,3 @@ def ladder_pairs(
         k = next((k for k, v in enumerate(order) if _key(u, v) not in avoid), 0)
         pairs.append((u, order.pop(k)))
     return pairs
-
-
-def margin_strengths(
-    num_candidates: int, records: Sequence[tuple[int, int, float]], kappa: float
-) -> list[float]:
-    """Posterior mean strengths of the Gaussian margin model ``y_ab ~ N(s_a - s_b,
-    sigma^2)`` with prior ``s ~ N(0, sigma^2 / kappa)``: the ridge solution of
-    ``(kappa I + L) s = b`` (L the comparison graph's Laplacian, one edge per
-    comparison; b_i = sum of i's signed weights), i.e. Massey ratings with shrinkage.
-    Opponent-adjusted, and a candidate with few comparisons is pulled toward 0.
-    ``records``: (a, b, y) with y = A's signed weight. Candidates without a comparison
-    get 0. Dense Cholesky: O(N^3 / 6), ~0.1 ms in pure python at N = 16."""
-    n = num_candidates
-    if kappa <= 0:
-        raise ValueError(f"kappa must be > 0, got {kappa!r}")
-    mat = [[0.0] * n for _ in range(n)]
-    rhs = [0.0] * n
-    for i in range(n):
-        mat[i][i] = kappa
-    for a, b, y in records:
-        mat[a][a] += 1.0
-        mat[b][b] += 1.0
-        mat[a][b] -= 1.0
-        mat[b][a] -= 1.0
-        rhs[a] += y
-        rhs[b] -= y
-    return _solve_spd(mat, rhs)
-
-
-def _solve_spd(mat: list[list[float]], rhs: list[float]) -> list[float]:
-    """Solve ``mat x = rhs`` for a symmetric positive definite ``mat`` (Cholesky;
-    ``map(mul, ...)`` dot products keep it ~3x faster than a generator in pure python)."""
-    n = len(rhs)
-    low: list[list[float]] = []  # row i holds L[i][0..i]
-    for i in range(n):
-        li: list[float] = []
-        row = mat[i]
-        for j in range(i):
-            lj = low[j]
-            li.append((row[j] - sum(map(mul, li, lj[:j]))) / lj[j])
-        li.append(math.sqrt(row[i] - sum(map(mul, li, li))))
-        low.append(li)
-    u: list[float] = []
-    for i in range(n):
-        li = low[i]
-        u.append((rhs[i] - sum(map(mul, li[:i], u))) / li[i])
-    x = [0.0] * n
-    for i in range(n - 1, -1, -1):
-        acc = u[i]
-        for k in range(i + 1, n):
-            acc -= low[k][i] * x[k]
-        x[i] = acc / low[i][i]
-    return x

@@ -23,12 +23,14 @@ from typing import Any
 
 import typer
 
-SCHEDULES: tuple[str, ...] = ("swiss", "halving", "all-pairs", "random")
+SCHEDULES: tuple[str, ...] = ("swiss", "rated-halving", "halving", "ladder", "all-pairs", "random")
 SELECT_READOUTS: tuple[str, ...] = ("sampled", "expected", "forced")
 ENGINES: tuple[str, ...] = ("hf", "vllm")
 _TOURNAMENT_FUNCTIONS = {
     "swiss": "swiss_tournament",
-    "halving": "sequential_halving_tournament",  # ours: aimed at finding the best
+    "rated-halving": "rated_halving_tournament",  # ours, the default "better" schedule
+    "halving": "sequential_halving_tournament",
+    "ladder": "ladder_tournament",
     "all-pairs": "all_pairs_tournament",
     "random": "random_pairing_tournament",
 }

@@ -5,8 +5,11 @@ Entry points (one signature, so callers and ablations can swap them):
     swiss_tournament(num_candidates, judge_pairs, budget, *, d_min=2, window=8, tau=0.1, seed=0)
     random_pairing_tournament(...)   # same signature, random disjoint pairs each round
     all_pairs_tournament(...)        # same signature, every pair once (budget caps it)
-    sequential_halving_tournament(...)   # aimed at finding the best (the "better_2n"
-                                         # selector); argued in pairrl.rollout.schedules
+    sequential_halving_tournament(...)   # aimed at finding the best; argued in
+                                         # pairrl.rollout.schedules
+    rated_halving_tournament(...)        # halving whose cuts and pick read the ratings
+                                         # through a rating model (the "better_2n"
+                                         # selector); pairrl.rollout.strengths
     ladder_tournament(...)               # model-based: evidence ladder + margin-model pick,
                                          # argued in pairrl.rollout.schedules
 
@@ -66,7 +69,6 @@ from pairrl.rollout.schedules import (
     ladder_evidence,
     ladder_pairs,
     ladder_round_size,
-    margin_strengths,
     random_matching,
     round_robin_rounds,
     sequential_halving_plan,
@@ -74,6 +76,7 @@ from pairrl.rollout.schedules import (
     swiss_phase1_pairs,
     swiss_phase2_pairs,
 )
+from pairrl.rollout.strengths import margin_strengths, rating_strengths
 
 __all__ = [
     "RATING_MAX",
@@ -89,6 +92,7 @@ __all__ = [
     "pair_outcome",
     "random_pairing_tournament",
     "rank_candidates",
+    "rated_halving_tournament",
     "sequential_halving_tournament",
     "swiss_tournament",
     "weighted_win_rates",
@@ -213,6 +217,52 @@ def sequential_halving_tournament(
     return led.result("sequential_halving", final_pool=pool)
 
 
+def rated_halving_tournament(
+    num_candidates: int,
+    judge_pairs: JudgePairs,
+    budget: int,
+    *,
+    d_min: int = 2,
+    window: int = 8,
+    tau: float = 0.1,
+    seed: int = 0,
+    prior_ratings: float = 1.0,
+) -> TournamentResult:
+    """Sequential halving that reads the ratings themselves (the project's default
+    "better" schedule): the same stages and duels as ``sequential_halving_tournament``,
+    but each cut, and the pick within the final pool, is by the candidates' levels under
+    the rating model of ``pairrl.rollout.strengths.rating_strengths``: every rating is the
+    rated candidate's level plus noise plus an effect shared by the pair, whose size is
+    estimated from the tournament's own comparisons. Where the judge's ratings are
+    absolute (a correct solution rated high whatever it is paired with, which is what the
+    verification reward trains), a comparison tells about both candidates' levels, not
+    only their difference; where a pair effect dominates, the model falls back to rating
+    differences. ``prior_ratings``: the prior's worth, in ratings, at the field's mean.
+
+    Candidates without a successful comparison rank last and cannot win; the final pool
+    falls back to the whole field if none of it has one. ``mu`` is still reported.
+    ``d_min`` (failed attempts before a candidate is given up) as in every schedule;
+    ``window`` is accepted for the common signature and unused."""
+    check_args(num_candidates, budget, d_min, window, tau)
+    rng = random.Random(seed)
+    led = Ledger(num_candidates, judge_pairs, budget, tau, seed=seed, give_up_after=d_min)
+
+    def levels() -> list[float]:
+        rated = [(c.a, c.b, *c.ratings) for c in led.comparisons if c.ratings is not None]
+        return rating_strengths(num_candidates, rated, prior_ratings)
+
+    pool = sequential_halving_plan(led, rng, cut_scores=levels)
+    if not any(led.degree[i] for i in pool):
+        pool = list(range(num_candidates))
+    level = levels()
+    ranking = rank_candidates(
+        [x if led.degree[i] else math.nan for i, x in enumerate(level)],
+        led.schedule_mean_rating(),
+        pool,
+    )
+    return led.result("rated_halving", ranking=ranking)
+
+
 LADDER_MARGIN = 1.0 / 6.0
 """Evidence cost per comparison, in signed-weight units: half the signed weight of a typical
 verdict between a correct and an incorrect candidate (a 3-point rating gap is 3/9)."""
@@ -289,6 +339,7 @@ def ladder_tournament(
 SCHEDULES: dict[str, Callable[..., TournamentResult]] = {
     "swiss": swiss_tournament,
     "sequential_halving": sequential_halving_tournament,
+    "rated_halving": rated_halving_tournament,
     "ladder": ladder_tournament,
     "random_pairing": random_pairing_tournament,
     "all_pairs": all_pairs_tournament,

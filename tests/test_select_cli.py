@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from pairrl.rollout.judges import PairwiseJudge
 from pairrl.rollout.samplers import Completion, SamplingParams
 from pairrl.rollout.select_cli import (
+    SCHEDULES,
     Candidate,
     CandidateError,
     _print_report,
@@ -83,7 +84,7 @@ class ContentJudgeSampler:
         raise AssertionError("not used")
 
 
-@pytest.mark.parametrize("schedule", ["swiss", "halving", "all-pairs", "random"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_perfect_judge_selects_the_correct_candidate(schedule: str, capsys) -> None:
     candidates = [Candidate(str(i), f"return {i}") for i in range(7)]
     candidates[4] = Candidate("4", "CORRECT return 4")

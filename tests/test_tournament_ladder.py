@@ -14,8 +14,8 @@ from pairrl.rollout.schedules import (
     ladder_evidence,
     ladder_pairs,
     ladder_round_size,
-    margin_strengths,
 )
+from pairrl.rollout.strengths import margin_strengths
 from pairrl.rollout.tournament import (
     SCHEDULES,
     confidence_weight,

@@ -1,6 +1,6 @@
-"""The main job's second process: work queued there runs there, and a failed training
-stops it at once instead of waiting for it (the numbers side by side are checked in
-test_recipe_toy_pipeline.py)."""
+"""The main job's second process: work queued there runs there, training takes its threads
+back once it is done, and a failed training stops it at once instead of waiting for it (the
+numbers side by side are checked in test_recipe_toy_pipeline.py)."""
 
 from __future__ import annotations
 
@@ -38,10 +38,34 @@ def test_work_queued_beside_runs_in_the_second_process(
 ) -> None:
     with _side_by_side(monkeypatch, tmp_path, _pid) as lanes:
         assert lanes.side_by_side
+        (threads_back,) = lanes.trainer_callbacks()
         child = lanes.warm_start_evals()
         assert child != os.getpid()
         assert lanes.baselines() == child  # one second process, in order
+        assert threads_back.lane_done.wait(10)  # its work done: training may take its threads
         lanes.close()
+
+
+def test_training_takes_the_threads_back_once_the_second_process_is_done() -> None:
+    import threading
+
+    import torch
+
+    threads = torch.get_num_threads()
+    lane_done = threading.Event()
+    callback = beside.ThreadsBack(lane_done, threads + 1)
+    step = lambda n: callback.on_step_begin(None, SimpleNamespace(global_step=n), None)  # noqa: E731
+    try:
+        step(3)
+        assert torch.get_num_threads() == threads and callback.at_step is None  # still busy
+        lane_done.set()
+        step(4)
+        assert torch.get_num_threads() == threads + 1 and callback.at_step == 4
+        torch.set_num_threads(threads)
+        step(5)
+        assert torch.get_num_threads() == threads and callback.at_step == 4  # once only
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_a_failed_training_stops_the_second_process(
@@ -72,4 +96,38 @@ def test_without_two_threads_the_work_is_done_here_when_asked(
     monkeypatch.setattr(beside, "_baselines_lane", _pid)
     with lanes:
         assert not lanes.side_by_side
+        assert lanes.trainer_callbacks() == []  # nothing to hand back
         assert lanes.warm_start_evals() == lanes.baselines() == os.getpid()
+
+
+def test_thread_counts_do_not_change_the_main_jobs_floats(tmp_path: Path) -> None:
+    """What taking the threads back relies on: one SFT step of the main job's model shape
+    gives the same loss and gradients, bit for bit, on one thread and on two."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from pairrl.tiny_model import build_tiny_model
+
+    model_dir = build_tiny_model(
+        tmp_path / "m", seed=0, hidden_size=128, num_layers=3, intermediate_size=256
+    )
+    ids = torch.randint(3, 900, (8, 40), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    mask[::2, 30:] = 0  # right padding, as the warm start's batches have
+
+    def loss_and_grads(threads: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        torch.set_num_threads(threads)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
+        loss = model(
+            input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100)
+        ).loss
+        loss.backward()
+        return loss.detach(), [p.grad for p in model.parameters()]
+
+    threads = torch.get_num_threads()
+    try:
+        one, two = loss_and_grads(1), loss_and_grads(2)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one[0], two[0])
+    assert all(torch.equal(a, b) for a, b in zip(one[1], two[1], strict=True))

@@ -4,8 +4,9 @@ the main run's training.
 A benchmark run on a tiny model is mostly Python and gains nothing from a second thread,
 and an RL run gains little (docs/experiments.md, "Wall time of the main job"), so on a CPU
 machine the main job runs as two processes, each on half the threads: this one trains the
-run's own mode and evaluates it; the other evaluates the warm start, then trains each
-baseline from it and evaluates those. Every run seeds itself, and each model's two
+run's own mode and evaluates it, and takes the other's threads back once that one is done
+(``ThreadsBack``); the other evaluates the warm start, then trains each baseline from it
+and evaluates those. Every run seeds itself, and each model's two
 benchmark runs keep one cache of their own, in order, so the numbers are those of running
 everything one after the other (``side_by_side: false``; the main job's test checks that
 both sample and judge the same). Both processes' bars share one display.
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+
+from transformers import TrainerCallback
 
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.experiment import (
@@ -27,7 +31,7 @@ from pairrl.recipes.toy_addition.experiment import (
     train_baselines,
 )
 
-__all__ = ["Beside", "lane_threads"]
+__all__ = ["Beside", "ThreadsBack", "lane_threads"]
 
 
 def lane_threads(options: ToyAdditionOptions) -> tuple[int, int] | None:
@@ -62,6 +66,8 @@ class Beside:
         self._warm: Future[Any] | None = None
         self._rest: Future[Any] | None = None
         self._restore_threads: int | None = None
+        self._lane_done = threading.Event()  # the second process has finished its work
+        self._threads_back: ThreadsBack | None = None
         self.side_by_side = False  # whether a second process does the work
 
     def __enter__(self) -> Beside:
@@ -98,6 +104,20 @@ class Beside:
         self._rest = self._pool.submit(_baselines_lane, *args, self.warm_start_dir)
         for future in (self._warm, self._rest):
             future.add_done_callback(_report_failure)
+        self._rest.add_done_callback(lambda _: self._lane_done.set())
+
+    def trainer_callbacks(self) -> list[Any]:
+        """Callbacks for the run's trainer: once the second process has finished, training
+        takes back its threads (``ThreadsBack``); none when one process does everything."""
+        if self._restore_threads is None:
+            return []
+        self._threads_back = ThreadsBack(self._lane_done, self._restore_threads)
+        return [self._threads_back]
+
+    @property
+    def threads_back_at_step(self) -> int | None:
+        """The training step that began with the second process's threads back, if any."""
+        return None if self._threads_back is None else self._threads_back.at_step
 
     def warm_start_evals(self) -> dict[str, dict[str, Any]]:
         """The warm start's two benchmark summaries (its own candidates, the shared pool)."""
@@ -138,6 +158,27 @@ class Beside:
                 torch.set_num_threads(self._restore_threads)
                 self._restore_threads = None
             self._stack.close()
+
+
+class ThreadsBack(TrainerCallback):
+    """At the first training step to begin after ``lane_done`` is set, sets this process's
+    torch threads to ``threads`` (``at_step``: that step).
+
+    Called on the training thread (a thread count is per thread), and never before the
+    second process is done: three threads on two cores are much slower than two. Thread
+    counts do not change this model's floats, so the run's numbers stay the same.
+    """
+
+    def __init__(self, lane_done: threading.Event, threads: int) -> None:
+        self.lane_done, self.threads = lane_done, threads
+        self.at_step: int | None = None
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.at_step is None and self.lane_done.is_set():
+            import torch
+
+            torch.set_num_threads(self.threads)
+            self.at_step = state.global_step
 
 
 def _report_failure(future: Future[Any]) -> None:

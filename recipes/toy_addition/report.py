@@ -233,6 +233,7 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
         "curves": curves,
         "wall_s": wall,
         "side_by_side": beside.side_by_side,
+        "threads_back_at_step": beside.threads_back_at_step,
         "eval_runs": {name: str(run.run_dir / "eval" / name) for name in evals},
         "libraries": library_versions(),  # another release of any can redraw the numbers
     }

@@ -104,13 +104,14 @@ def test_thread_counts_do_not_change_the_main_jobs_floats(tmp_path: Path) -> Non
     """What taking the threads back relies on: one SFT step of the main job's model shape
     gives the same loss and gradients, bit for bit, on one thread and on two."""
     import torch
+    import yaml
     from transformers import AutoModelForCausalLM
 
     from pairrl.tiny_model import build_tiny_model
 
-    model_dir = build_tiny_model(
-        tmp_path / "m", seed=0, hidden_size=128, num_layers=3, intermediate_size=256
-    )
+    config = Path(__file__).resolve().parents[1] / "configs" / "toy_cpu.yaml"
+    shape = yaml.safe_load(config.read_text())["model"]["tiny"]  # the main job's model
+    model_dir = build_tiny_model(tmp_path / "m", seed=0, **shape)
     ids = torch.randint(3, 900, (8, 40), generator=torch.Generator().manual_seed(0))
     mask = torch.ones_like(ids)
     mask[::2, 30:] = 0  # right padding, as the warm start's batches have

@@ -35,6 +35,8 @@ class Policy:
 def _build_tiny_if_missing(cfg: TrainConfig) -> None:
     path = Path(cfg.model.path)
     if (path / "config.json").is_file():
+        if cfg.model.build_tiny:
+            _check_tiny_shape(path, cfg.model.tiny)
         return
     if not cfg.model.build_tiny:
         raise ConfigError(
@@ -50,6 +52,28 @@ def _build_tiny_if_missing(cfg: TrainConfig) -> None:
         num_layers=tiny.num_layers,
         intermediate_size=tiny.intermediate_size,
     )
+
+
+def _check_tiny_shape(path: Path, tiny: Any) -> None:
+    """A tiny model built earlier in ``path`` must have the shape ``model.tiny`` asks for:
+    reusing one of another shape would train a different model than the config says."""
+    import json
+
+    built = json.loads((path / "config.json").read_text())
+    wanted = {
+        "hidden_size": tiny.hidden_size,
+        "num_hidden_layers": tiny.num_layers,
+        "intermediate_size": tiny.intermediate_size,
+    }
+    differ = [f"{k} {built.get(k)} (config: {v})" for k, v in wanted.items() if built.get(k) != v]
+    if differ:
+        raise ConfigError(
+            "model.tiny",
+            [
+                f"{path} holds a tiny model of another shape: {', '.join(differ)}; remove "
+                "that folder to build one with this shape, or set model.path to a new folder"
+            ],
+        )
 
 
 def prepare_policy(

@@ -9,7 +9,8 @@ runs (``beside``, ``experiment``), then writes:
   majority, swiss, oracle on the model's own candidates) and ``shared_pool`` (random,
   swiss, oracle with the model judging the warm start's candidates); ``verification_gain``
   (what pairwise verification added over GRPO, in points); the training curves; ``wall_s``
-  per stage and in total (``side_by_side``: whether two processes shared them); the
+  per stage and in total (``side_by_side``: whether two processes shared them;
+  ``threads_back_at_step``: the training step from which the run had both threads); the
   benchmark runs' folders; ``libraries``, the versions the numbers were measured with.
 * ``demo.png``: both runs' training curves, the held-out bars, and the gains over GRPO
   with their paired 95% intervals.

@@ -66,8 +66,7 @@ class Beside:
         self._warm: Future[Any] | None = None
         self._rest: Future[Any] | None = None
         self._restore_threads: int | None = None
-        self._lane_done = threading.Event()  # the second process has finished its work
-        self._threads_back: ThreadsBack | None = None
+        self._threads_back: ThreadsBack | None = None  # set when a second process works
         self.side_by_side = False  # whether a second process does the work
 
     def __enter__(self) -> Beside:
@@ -97,6 +96,8 @@ class Beside:
             initargs=(link, theirs, self.cfg.logging.console == "progress"),
         )
         self.side_by_side = True
+        threads_back = ThreadsBack(threading.Event(), self._restore_threads)
+        self._threads_back = threads_back
         args = (self.cfg, self.options, self.run_dir)
         self._warm = self._pool.submit(
             evaluate_models, *args, {SHARED_POOL_MODEL: self.warm_start_dir}
@@ -104,15 +105,12 @@ class Beside:
         self._rest = self._pool.submit(_baselines_lane, *args, self.warm_start_dir)
         for future in (self._warm, self._rest):
             future.add_done_callback(_report_failure)
-        self._rest.add_done_callback(lambda _: self._lane_done.set())
+        self._rest.add_done_callback(lambda _: threads_back.lane_done.set())
 
     def trainer_callbacks(self) -> list[Any]:
         """Callbacks for the run's trainer: once the second process has finished, training
         takes back its threads (``ThreadsBack``); none when one process does everything."""
-        if self._restore_threads is None:
-            return []
-        self._threads_back = ThreadsBack(self._lane_done, self._restore_threads)
-        return [self._threads_back]
+        return [] if self._threads_back is None else [self._threads_back]
 
     @property
     def threads_back_at_step(self) -> int | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -27,15 +28,18 @@ REPO = Path(__file__).resolve().parents[1]
 ARMS = {"one after the other": ["recipe.options.side_by_side=false"], "side by side": []}
 
 
-def run_arm(source: Path, out: Path, config: Path, extra: list[str]) -> tuple[float, dict]:
-    """The main job in ``out`` from a copy of ``source``'s warm start: (wall s, models)."""
+def run_arm(
+    source: Path, out: Path, config: Path, extra: list[str], env: dict[str, str] | None = None
+) -> tuple[float, dict]:
+    """The main job in ``out`` from a copy of ``source``'s warm start, with ``env`` added to
+    this environment: (wall s, models)."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     shutil.copytree(source / "warm_start", out / "warm_start")
     pairrl = str(Path(sys.executable).with_name("pairrl"))
     cmd = [pairrl, "train", str(config), "--out", str(out), *[f"--set={o}" for o in extra]]
     started = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")

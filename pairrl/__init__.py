@@ -8,8 +8,8 @@ The design card's top-level folders install as subpackages of this one namespace
 benchmark), ``pairrl.slurm`` (cluster jobs) and ``pairrl.recipes`` (worked examples
 built on the public interfaces). This root holds what they all share: the typed-config
 base (``pairrl.config``), the progress bars of long stages (``pairrl.progress``), the
-tiny local model (``pairrl.tiny_model``), ``doctor`` and the ``pairrl`` command
-(``pairrl.cli``).
+tiny local model (``pairrl.tiny_model``), glibc's memory reuse for CPU steps
+(``pairrl.memory``), ``doctor`` and the ``pairrl`` command (``pairrl.cli``).
 
 Importing ``pairrl`` loads nothing heavy; import the subpackage you need.
 """

@@ -126,8 +126,10 @@ def main() -> None:
     """Console-script entry point. Input a user supplied that cannot be used (a missing
     file, an unreadable row: ``pairrl.rewards.InputError``) ends any command with its
     message and exit status 2, never a traceback."""
+    from pairrl.memory import reuse_freed_memory
     from pairrl.rewards.errors import InputError
 
+    reuse_freed_memory()  # before any tensor: CPU steps reuse memory instead of faulting it in
     _register_plugins(app)
     try:
         app(prog_name="pairrl")

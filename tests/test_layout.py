@@ -32,7 +32,13 @@ ALLOWED = {
     "pairrl.slurm": {"pairrl.rewards", "pairrl.rollout", "pairrl.train", "pairrl.eval"},
     "pairrl.recipes": {"pairrl.rewards", "pairrl.rollout", "pairrl.train", "pairrl.eval"},
 }
-ROOT_SHARED = {"pairrl.config", "pairrl.progress", "pairrl.tiny_model", "pairrl.versions"}
+ROOT_SHARED = {
+    "pairrl.config",
+    "pairrl.memory",
+    "pairrl.progress",
+    "pairrl.tiny_model",
+    "pairrl.versions",
+}
 MAX_LINES = 450
 
 

@@ -15,31 +15,17 @@ Run it alone on the machine.
 
 from __future__ import annotations
 
-import argparse
 import resource
 import statistics
-from pathlib import Path
 
-from side_by_side import REPO, run_arm
+from side_by_side import arms_parser, parse_arms_args, run_arm
 
 ARMS = {"glibc defaults": {"PAIRRL_MALLOC_DEFAULTS": "1"}, "memory reuse": {}}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--from",
-        dest="source",
-        type=Path,
-        required=True,
-        help="a finished main job whose warm_start both arms start from",
-    )
-    parser.add_argument("--out", type=Path, default=Path("runs/memory_reuse"))
-    parser.add_argument("--config", type=Path, default=REPO / "configs" / "toy_cpu.yaml")
-    parser.add_argument("--repeats", type=int, default=1, help="pairs of runs, alternating")
-    args = parser.parse_args(argv)
-    if not (args.source / "warm_start").is_dir():
-        raise SystemExit(f"{args.source}/warm_start not found: run the main job there first")
+    parser = arms_parser(__doc__.split("\n\n")[0], "runs/memory_reuse")
+    args = parse_arms_args(parser, argv)
     walls: dict[str, list[float]] = {arm: [] for arm in ARMS}
     models: dict[str, dict] = {}
     for repeat in range(args.repeats):

@@ -46,8 +46,10 @@ def run_arm(
     return wall, json.loads((out / "summary.json").read_text())["models"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arms_parser(description: str, default_out: str) -> argparse.ArgumentParser:
+    """The options of a benchmark of two arms from one main job's warm start: ``--from``,
+    ``--out``, ``--config``, ``--repeats``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--from",
         dest="source",
@@ -55,9 +57,22 @@ def main(argv: list[str] | None = None) -> int:
         required=True,
         help="a finished main job whose warm_start both arms start from",
     )
-    parser.add_argument("--out", type=Path, default=Path("runs/side_by_side"))
+    parser.add_argument("--out", type=Path, default=Path(default_out))
     parser.add_argument("--config", type=Path, default=REPO / "configs" / "toy_cpu.yaml")
     parser.add_argument("--repeats", type=int, default=1, help="pairs of runs, alternating")
+    return parser
+
+
+def parse_arms_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser``'s arguments, refused when ``--from`` holds no warm start."""
+    args = parser.parse_args(argv)
+    if not (args.source / "warm_start").is_dir():
+        raise SystemExit(f"{args.source}/warm_start not found: run the main job there first")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = arms_parser(__doc__.split("\n\n")[0], "runs/side_by_side")
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -65,9 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="extra KEY=VALUE override for both arms (repeatable)",
     )
-    args = parser.parse_args(argv)  # fmt: skip
-    if not (args.source / "warm_start").is_dir():
-        raise SystemExit(f"{args.source}/warm_start not found: run the main job there first")
+    args = parse_arms_args(parser, argv)
     walls: dict[str, list[float]] = {arm: [] for arm in ARMS}
     models: dict[str, dict] = {}
     for repeat in range(args.repeats):

@@ -19,7 +19,7 @@ numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,8 @@ __all__ = [
     "YES_CUT",
     "auroc",
     "balanced_accuracy",
+    "balanced_accuracy_from_counts",
+    "comparison_class_counts",
     "item_quality",
     "pairwise_quality",
     "pointwise_quality",
@@ -43,11 +45,23 @@ def balanced_accuracy(predicted: Sequence[bool], actual: Sequence[bool]) -> floa
     """(TPR + TNR) / 2; None when either class is absent from `actual`."""
     pred = np.asarray(predicted, dtype=bool)
     act = np.asarray(actual, dtype=bool)
-    if act.all() or not act.any():
+    counts = (pred & act).sum(), act.sum(), (~pred & ~act).sum(), (~act).sum()
+    return balanced_accuracy_from_counts(*(int(c) for c in counts))
+
+
+def balanced_accuracy_from_counts(
+    true_positives: int, positives: int, true_negatives: int, negatives: int
+) -> float | None:
+    """(TPR + TNR) / 2 from the four counts; None when either class is empty.
+
+    Worked example: 3 of 4 positives and 1 of 2 negatives judged right: (0.75 + 0.5) / 2.
+
+    >>> balanced_accuracy_from_counts(3, 4, 1, 2), balanced_accuracy_from_counts(3, 4, 0, 0)
+    (0.625, None)
+    """
+    if positives == 0 or negatives == 0:
         return None
-    tpr = float((pred & act).sum() / act.sum())
-    tnr = float((~pred & ~act).sum() / (~act).sum())
-    return (tpr + tnr) / 2.0
+    return (true_positives / positives + true_negatives / negatives) / 2.0
 
 
 def auroc(scores: Sequence[float], actual: Sequence[bool]) -> float | None:
@@ -160,16 +174,12 @@ def pairwise_quality(
     swaps: (ratings judged as (x, y), ratings judged as (y, x)); a consistent judge
     prefers the same candidate both times.
     """
-    seen: set[str] = set()
     scores: list[float | None] = []
     labels: list[bool] = []
     mixed_right = 0.0
     mixed = 0
     failed = 0
-    for r in records:
-        if r["key"] in seen:
-            continue
-        seen.add(r["key"])
+    for r in _unique_judgements(records):
         if r["ratings"] is None:
             failed += 1
             continue
@@ -195,6 +205,45 @@ def pairwise_quality(
     out["swap_consistency"] = swap_consistency(forward, backward)
     out.update(_reject([None if v is None else normalise_rating(v) for v in foreign]))
     return out
+
+
+def comparison_class_counts(records: Sequence[dict[str, Any]]) -> tuple[int, int, int, int]:
+    """(true positives, positives, true negatives, negatives) of the judged items of
+    ``comparison`` records, counted as :func:`pairwise_quality` counts them (records sharing
+    a ``key`` once, failed judgements not at all), for balanced accuracies of many subsets
+    of the records (:func:`balanced_accuracy_from_counts` of summed counts).
+
+    Worked example: ratings (9, 2) for labels (T, F) are a true positive and a true
+    negative; (8, 7) for (F, T) two yeses: a false positive and a true positive; the same
+    key again and a failed judgement add nothing.
+
+    >>> comparison_class_counts([
+    ...     {"key": "a", "ratings": [9, 2], "labels": [True, False]},
+    ...     {"key": "b", "ratings": [8, 7], "labels": [False, True]},
+    ...     {"key": "a", "ratings": [9, 2], "labels": [True, False]},
+    ...     {"key": "c", "ratings": None, "labels": [True, True]}])
+    (2, 2, 1, 2)
+    """
+    tp = positives = tn = negatives = 0
+    for r in _unique_judgements(records):
+        if r["ratings"] is None:
+            continue
+        for score, label in zip(_normalised(r["ratings"]), r["labels"], strict=True):
+            yes = score >= YES_CUT
+            positives += bool(label)
+            negatives += not label
+            tp += bool(label) and yes
+            tn += (not label) and (not yes)
+    return tp, positives, tn, negatives
+
+
+def _unique_judgements(records: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The records in order, each ``key`` once (records sharing a key are one judgement)."""
+    seen: set[str] = set()
+    for r in records:
+        if r["key"] not in seen:
+            seen.add(r["key"])
+            yield r
 
 
 def _sign(x: float) -> int:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pairrl.recipes.toy_addition.intervals import gain_intervals, read_pool_records
+import numpy as np
+
+from pairrl.recipes.toy_addition.intervals import PoolRecords, gain_intervals, read_pool_records
 from pairrl.recipes.toy_addition.report import format_table
+from pairrl.rollout.judge_quality import pairwise_quality
 
 
 def _pool_run(folder: Path, ratings: list[float], swiss: list[float]) -> Path:
@@ -49,6 +52,28 @@ def test_intervals_of_a_judge_right_everywhere_against_one_that_always_says_yes(
         "judge_balanced_accuracy_vs_grpo": [0.0, 0.0],
         "shared_pool_swiss_vs_grpo": [0.0, 0.0],
     }
+
+
+def test_a_draws_balanced_accuracy_from_summed_counts_is_the_judge_quality_definition() -> None:
+    # Random fixed pairs over 12 tasks, some judgements reused within a task (one key) and
+    # some failed: for any draw of tasks, the counts summed per task give exactly (bit for
+    # bit) what pairwise_quality gives on the drawn records, each draw's keys its own.
+    rng = np.random.default_rng(7)
+    fixed = {}
+    for t in range(12):
+        rows = []
+        for _ in range(int(rng.integers(1, 5))):
+            ratings = None if rng.random() < 0.15 else [int(r) for r in rng.integers(1, 11, 2)]
+            rows.append({"key": f"k{int(rng.integers(0, 3))}", "ratings": ratings,
+                         "labels": [bool(b) for b in rng.random(2) < 0.6]})  # fmt: skip
+        fixed[f"t{t}"] = rows
+    pool = PoolRecords({}, fixed)
+    for _ in range(50):
+        drawn = [f"t{i}" for i in rng.integers(0, 12, 12)]
+        records = [{**r, "key": f"{d}:{r['key']}"} for d, t in enumerate(drawn) for r in fixed[t]]
+        assert (
+            pool.balanced_accuracy(drawn) == pairwise_quality(records, [], [])["balanced_accuracy"]
+        )
 
 
 def test_the_table_gives_each_gain_with_its_interval() -> None:

@@ -121,6 +121,9 @@ def test_main_job_end_to_end_and_eval_reproduces_it(tmp_path: Path) -> None:
     summary = _main_job(tmp_path, out, 2)
     assert summary["side_by_side"] is True
     _check_summary(summary, out)
+    # the final model's pool run went to the second process, beside its own run: its own cache
+    pool_cfg = json.loads((out / "eval" / "pairrl-shared" / "config.json").read_text())
+    assert Path(pool_cfg["cache_dir"]).name == "pairrl-shared"
     assert (out / "train_log.jsonl").read_text().strip()
     # one after the other in one process: the same numbers, model by model
     alone = _main_job(tmp_path, tmp_path / "alone", 2, "recipe.options.side_by_side=false")

@@ -6,10 +6,11 @@ and an RL run gains little (docs/experiments.md, "Wall time of the main job"), s
 machine the main job runs as two processes, each on half the threads: this one trains the
 run's own mode and evaluates it, and takes the other's threads back once that one is done
 (``ThreadsBack``); the other evaluates the warm start, then trains each baseline from it
-and evaluates those. Every run seeds itself, and each model's two
-benchmark runs keep one cache of their own, in order, so the numbers are those of running
-everything one after the other (``side_by_side: false``; the main job's test checks that
-both sample and judge the same). Both processes' bars share one display.
+and evaluates those, then runs the run's own model's shared-pool evaluation beside that
+model's own one. Every run seeds itself, and a judge's samples do not depend on the batch
+they are drawn in, so the numbers are those of running everything one after the other
+(``side_by_side: false``; the main job's test checks that both sample and judge the same).
+Both processes' bars share one display.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from transformers import TrainerCallback
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.experiment import (
     SHARED_POOL_MODEL,
+    eval_config,
     evaluate_models,
+    evaluate_shared_pool,
     train_baselines,
 )
 
@@ -124,6 +127,29 @@ class Beside:
         return evaluate_models(
             self.cfg, self.options, self.run_dir, {SHARED_POOL_MODEL: self.warm_start_dir}
         )
+
+    def final_evals(self, name: str, model_dir: Path) -> dict[str, dict[str, Any]]:
+        """The run's own model's two benchmark summaries (its own candidates, the shared
+        pool). With a second process, the shared-pool run goes there (idle by then, or once
+        the baselines are done), in a cache of its own, while this process runs the own run
+        on one thread (the other is that process's); else both here, one after the other."""
+        if self._pool is None:
+            return evaluate_models(self.cfg, self.options, self.run_dir, {name: model_dir})
+        import torch
+
+        from pairrl.eval.runner import run_eval
+
+        args = (self.cfg, self.options, self.run_dir, name, model_dir)
+        shared = self._pool.submit(evaluate_shared_pool, *args, cache_apart=True)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # three threads on two cores are slower than two
+        try:
+            own = eval_config(self.cfg, self.options, self.run_dir / "eval" / name, model_dir)
+            summaries = {name: run_eval(own).summary}
+        finally:
+            torch.set_num_threads(threads)
+        summaries[f"{name}-shared"] = shared.result()
+        return summaries
 
     def baselines(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
         """(``train_baselines``'s result, the baselines' benchmark summaries)."""

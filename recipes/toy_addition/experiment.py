@@ -33,6 +33,7 @@ __all__ = [
     "baseline_config",
     "baseline_folder",
     "evaluate_models",
+    "evaluate_shared_pool",
     "model_metrics",
     "swiss_selector",
     "train_baselines",
@@ -171,9 +172,12 @@ def eval_config(
     out_dir: Path,
     model_dir: Path,
     pool: Path | None = None,
+    cache_apart: bool = False,
 ) -> EvalConfig:
     """The benchmark run for one model: on its own samples, or judging a given pool.
-    ``out_dir`` is ``RUN/eval/<model>`` or ``RUN/eval/<model>-shared``."""
+    ``out_dir`` is ``RUN/eval/<model>`` or ``RUN/eval/<model>-shared``; a model's two runs
+    share one cache (``RUN/eval/cache/<model>``) unless ``cache_apart`` gives this one its
+    own (``RUN/eval/cache/<model>-shared``: a pool run beside the model's own run)."""
     sol, judge = cfg.sampling.solution, cfg.sampling.judgement
     swiss = swiss_selector(options)
     if pool is None:
@@ -199,7 +203,11 @@ def eval_config(
             "out_dir": str(out_dir),
             # one per model, for its two runs in turn: the pool run reuses the verdicts its
             # own run computed on identical pairs (the same values it would compute)
-            "cache_dir": str(out_dir.parent / "cache" / out_dir.name.removesuffix("-shared")),
+            "cache_dir": str(
+                out_dir.parent
+                / "cache"
+                / (out_dir.name if cache_apart else out_dir.name.removesuffix("-shared"))
+            ),
             "recipe": {"name": cfg.recipe.name, "options": cfg.recipe.options},
             "candidates": candidates,
             "judge": {
@@ -239,14 +247,33 @@ def evaluate_models(
 
     order = sorted(models, key=lambda m: m != SHARED_POOL_MODEL)
     summaries: dict[str, dict[str, Any]] = {}
-    pool = run_dir / "eval" / SHARED_POOL_MODEL / "candidates.jsonl"
     for name in order:
-        model = models[name]
-        own = eval_config(cfg, options, run_dir / "eval" / name, model)
-        shared = eval_config(cfg, options, run_dir / "eval" / f"{name}-shared", model, pool)
-        summaries[name] = run_eval(own).summary
-        summaries[f"{name}-shared"] = run_eval(shared).summary
+        summaries[name] = run_eval(
+            eval_config(cfg, options, run_dir / "eval" / name, models[name])
+        ).summary
+        summaries[f"{name}-shared"] = evaluate_shared_pool(
+            cfg, options, run_dir, name, models[name]
+        )
     return summaries
+
+
+def evaluate_shared_pool(
+    cfg: Any,
+    options: ToyAdditionOptions,
+    run_dir: Path,
+    name: str,
+    model: Path,
+    cache_apart: bool = False,
+) -> dict[str, Any]:
+    """The model's shared-pool run (the pool's owner must have run); its summary. By
+    default in the cache the model's own run left; ``cache_apart``: in one of its own, to
+    run beside the own run (the same verdicts: a judge's samples do not depend on the
+    batch they are drawn in, so a cached verdict is the one it would draw again)."""
+    from pairrl.eval.runner import run_eval
+
+    pool = run_dir / "eval" / SHARED_POOL_MODEL / "candidates.jsonl"
+    out_dir = run_dir / "eval" / f"{name}-shared"
+    return run_eval(eval_config(cfg, options, out_dir, model, pool, cache_apart)).summary
 
 
 def swiss_selector(options: ToyAdditionOptions) -> str:

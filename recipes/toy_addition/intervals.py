@@ -19,7 +19,7 @@ import numpy as np
 
 from pairrl.eval.gate import read_reported_selections
 from pairrl.eval.metrics import bootstrap_ci
-from pairrl.rollout.judge_quality import pairwise_quality
+from pairrl.rollout.judge_quality import balanced_accuracy_from_counts, comparison_class_counts
 
 __all__ = ["PoolRecords", "gain_intervals", "read_pool_records", "run_gain_intervals"]
 
@@ -33,15 +33,16 @@ class PoolRecords:
     swiss: dict[str, float]
     fixed: dict[str, list[dict[str, Any]]]
 
+    def class_counts(self, tasks: list[str]) -> np.ndarray:
+        """Per task, the fixed pairs' (true positives, positives, true negatives, negatives):
+        a (len(tasks), 4) array whose rows, summed over any draw of tasks, give that draw's
+        balanced accuracy (a task drawn twice counts twice)."""
+        rows = [comparison_class_counts(self.fixed.get(task, [])) for task in tasks]
+        return np.array(rows, dtype=np.int64).reshape(len(tasks), 4)
+
     def balanced_accuracy(self, tasks: list[str]) -> float | None:
-        """The fixed pairs' balanced accuracy over ``tasks`` (a task drawn twice counts twice:
-        its judgements are re-keyed per draw, since equal keys count once)."""
-        records = [
-            {**r, "key": f"{draw}:{r['key']}"}
-            for draw, task in enumerate(tasks)
-            for r in self.fixed.get(task, [])
-        ]
-        return pairwise_quality(records, [], [])["balanced_accuracy"]
+        """The fixed pairs' balanced accuracy over ``tasks`` (a task drawn twice counts twice)."""
+        return balanced_accuracy_from_counts(*(int(c) for c in self.class_counts(tasks).sum(0)))
 
 
 def read_pool_records(path: str | Path, swiss: str) -> PoolRecords:
@@ -77,12 +78,14 @@ def gain_intervals(
     b = np.array([other.swiss[t] for t in tasks])
     swiss = bootstrap_ci([a, b], lambda x, y: float(np.mean(x - y)), n_boot, seed)
 
-    def ba_gain(index: np.ndarray) -> float | None:
-        drawn = [tasks[i] for i in index]
-        mine, theirs = own.balanced_accuracy(drawn), other.balanced_accuracy(drawn)
-        return None if mine is None or theirs is None else mine - theirs
+    own_counts, other_counts = own.class_counts(tasks), other.class_counts(tasks)
 
-    ba = bootstrap_ci([np.arange(len(tasks))], ba_gain, n_boot, seed)
+    def ba_gain(mine: np.ndarray, theirs: np.ndarray) -> float | None:
+        a = balanced_accuracy_from_counts(*(int(c) for c in mine.sum(0)))
+        b = balanced_accuracy_from_counts(*(int(c) for c in theirs.sum(0)))
+        return None if a is None or b is None else a - b
+
+    ba = bootstrap_ci([own_counts, other_counts], ba_gain, n_boot, seed)
     # (+ 0.0: no "-0.0" for a bound at zero)
     points = lambda ci: None if ci[0] is None else [round(100 * v, 1) + 0.0 for v in ci]  # noqa: E731
     return {

@@ -184,18 +184,14 @@ def _clean(value: Any) -> Any:
 def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
     """Baselines, benchmark runs, summary.json, demo.png, the table (see module docstring)."""
     from pairrl.recipes.toy_addition.beside import Beside
-    from pairrl.recipes.toy_addition.experiment import (
-        all_model_metrics,
-        evaluate_models,
-        swiss_selector,
-    )
+    from pairrl.recipes.toy_addition.experiment import all_model_metrics, swiss_selector
     from pairrl.versions import library_versions
 
     mode = cfg.rollout.mode
     beside = run.beside or Beside(cfg, options, run.run_dir, run.warm_start_dir)
     started = time.perf_counter()
     evals = dict(beside.warm_start_evals())  # the pool the final model judges
-    evals.update(evaluate_models(cfg, options, run.run_dir, {mode: run.final_dir}))
+    evals.update(beside.final_evals(mode, run.final_dir))
     baselines, baseline_evals = beside.baselines()
     evals.update(baseline_evals)
     beside.close()

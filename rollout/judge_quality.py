@@ -31,6 +31,7 @@ __all__ = [
     "auroc",
     "balanced_accuracy",
     "balanced_accuracy_from_counts",
+    "class_counts",
     "comparison_class_counts",
     "item_quality",
     "pairwise_quality",
@@ -43,10 +44,14 @@ YES_CUT = 0.5
 
 def balanced_accuracy(predicted: Sequence[bool], actual: Sequence[bool]) -> float | None:
     """(TPR + TNR) / 2; None when either class is absent from `actual`."""
+    return balanced_accuracy_from_counts(*class_counts(predicted, actual))
+
+
+def class_counts(predicted: Sequence[bool], actual: Sequence[bool]) -> tuple[int, int, int, int]:
+    """(true positives, positives, true negatives, negatives) of yes/no answers."""
     pred = np.asarray(predicted, dtype=bool)
     act = np.asarray(actual, dtype=bool)
-    counts = (pred & act).sum(), act.sum(), (~pred & ~act).sum(), (~act).sum()
-    return balanced_accuracy_from_counts(*(int(c) for c in counts))
+    return int((pred & act).sum()), int(act.sum()), int((~pred & ~act).sum()), int((~act).sum())
 
 
 def balanced_accuracy_from_counts(
@@ -224,17 +229,9 @@ def comparison_class_counts(records: Sequence[dict[str, Any]]) -> tuple[int, int
     ...     {"key": "c", "ratings": None, "labels": [True, True]}])
     (2, 2, 1, 2)
     """
-    tp = positives = tn = negatives = 0
-    for r in _unique_judgements(records):
-        if r["ratings"] is None:
-            continue
-        for score, label in zip(_normalised(r["ratings"]), r["labels"], strict=True):
-            yes = score >= YES_CUT
-            positives += bool(label)
-            negatives += not label
-            tp += bool(label) and yes
-            tn += (not label) and (not yes)
-    return tp, positives, tn, negatives
+    judged = [r for r in _unique_judgements(records) if r["ratings"] is not None]
+    yes = [s >= YES_CUT for r in judged for s in _normalised(r["ratings"])]
+    return class_counts(yes, [bool(label) for r in judged for label in r["labels"]])
 
 
 def _unique_judgements(records: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:

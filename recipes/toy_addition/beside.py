@@ -28,8 +28,8 @@ from transformers import TrainerCallback
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.experiment import (
     SHARED_POOL_MODEL,
-    eval_config,
     evaluate_models,
+    evaluate_own,
     evaluate_shared_pool,
     train_baselines,
 )
@@ -137,19 +137,15 @@ class Beside:
             return evaluate_models(self.cfg, self.options, self.run_dir, {name: model_dir})
         import torch
 
-        from pairrl.eval.runner import run_eval
-
         args = (self.cfg, self.options, self.run_dir, name, model_dir)
         shared = self._pool.submit(evaluate_shared_pool, *args, cache_apart=True)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # three threads on two cores are slower than two
         try:
-            own = eval_config(self.cfg, self.options, self.run_dir / "eval" / name, model_dir)
-            summaries = {name: run_eval(own).summary}
+            own = evaluate_own(*args)
         finally:
             torch.set_num_threads(threads)
-        summaries[f"{name}-shared"] = shared.result()
-        return summaries
+        return {name: own, f"{name}-shared": shared.result()}
 
     def baselines(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
         """(``train_baselines``'s result, the baselines' benchmark summaries)."""

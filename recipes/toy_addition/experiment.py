@@ -33,6 +33,7 @@ __all__ = [
     "baseline_config",
     "baseline_folder",
     "evaluate_models",
+    "evaluate_own",
     "evaluate_shared_pool",
     "model_metrics",
     "swiss_selector",
@@ -243,18 +244,23 @@ def evaluate_models(
 ) -> dict[str, dict[str, Any]]:
     """Both benchmark runs for every model (the shared pool's owner first: the others judge
     its candidates); their summaries."""
-    from pairrl.eval.runner import run_eval
-
     order = sorted(models, key=lambda m: m != SHARED_POOL_MODEL)
     summaries: dict[str, dict[str, Any]] = {}
     for name in order:
-        summaries[name] = run_eval(
-            eval_config(cfg, options, run_dir / "eval" / name, models[name])
-        ).summary
+        summaries[name] = evaluate_own(cfg, options, run_dir, name, models[name])
         summaries[f"{name}-shared"] = evaluate_shared_pool(
             cfg, options, run_dir, name, models[name]
         )
     return summaries
+
+
+def evaluate_own(
+    cfg: Any, options: ToyAdditionOptions, run_dir: Path, name: str, model: Path
+) -> dict[str, Any]:
+    """The model's run on its own candidates (``RUN/eval/<name>``); its summary."""
+    from pairrl.eval.runner import run_eval
+
+    return run_eval(eval_config(cfg, options, run_dir / "eval" / name, model)).summary
 
 
 def evaluate_shared_pool(

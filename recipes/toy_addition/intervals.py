@@ -42,7 +42,12 @@ class PoolRecords:
 
     def balanced_accuracy(self, tasks: list[str]) -> float | None:
         """The fixed pairs' balanced accuracy over ``tasks`` (a task drawn twice counts twice)."""
-        return balanced_accuracy_from_counts(*(int(c) for c in self.class_counts(tasks).sum(0)))
+        return _summed_balanced_accuracy(self.class_counts(tasks))
+
+
+def _summed_balanced_accuracy(counts: np.ndarray) -> float | None:
+    """The balanced accuracy of per-task class counts (rows of ``class_counts``) summed."""
+    return balanced_accuracy_from_counts(*(int(c) for c in counts.sum(0)))
 
 
 def read_pool_records(path: str | Path, swiss: str) -> PoolRecords:
@@ -81,8 +86,7 @@ def gain_intervals(
     own_counts, other_counts = own.class_counts(tasks), other.class_counts(tasks)
 
     def ba_gain(mine: np.ndarray, theirs: np.ndarray) -> float | None:
-        a = balanced_accuracy_from_counts(*(int(c) for c in mine.sum(0)))
-        b = balanced_accuracy_from_counts(*(int(c) for c in theirs.sum(0)))
+        a, b = _summed_balanced_accuracy(mine), _summed_balanced_accuracy(theirs)
         return None if a is None or b is None else a - b
 
     ba = bootstrap_ci([own_counts, other_counts], ba_gain, n_boot, seed)

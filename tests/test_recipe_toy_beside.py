@@ -1,6 +1,8 @@
-"""The main job's second process: work queued there runs there, training takes its threads
-back once it is done, and a failed training stops it at once instead of waiting for it (the
-numbers side by side are checked in test_recipe_toy_pipeline.py)."""
+"""The main job's second process: work queued there runs there on its own threads, training
+keeps the threads planned before the run whenever that work ends, one process does the same
+work on the same thread counts, and a failed training stops the second process at once
+instead of waiting for it (the numbers side by side are checked in
+test_recipe_toy_pipeline.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,12 @@ def _pid(*_: object) -> int:
     return os.getpid()
 
 
+def _pid_and_threads(*_: object) -> tuple[int, int]:
+    import torch
+
+    return os.getpid(), torch.get_num_threads()
+
+
 def _sleep(_cfg: object, _options: object, run_dir: Path, *_: object) -> None:
     (run_dir / "child.pid").write_text(str(os.getpid()))
     time.sleep(120)
@@ -28,44 +36,47 @@ def _side_by_side(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, work) -> besi
     # the lanes' work replaced (the child imports these by name), one thread per process
     monkeypatch.setattr(beside, "evaluate_models", work)
     monkeypatch.setattr(beside, "_baselines_lane", work)
-    monkeypatch.setattr(beside, "lane_threads", lambda _options: (1, 1))
+    monkeypatch.setattr(beside, "thread_plan", lambda _options: PLAN)
     cfg = SimpleNamespace(logging=SimpleNamespace(console="dicts"))
     return beside.Beside(cfg, ToyAdditionOptions(), tmp_path, tmp_path)
 
 
-def test_work_queued_beside_runs_in_the_second_process(
+# training and the work beside it on different counts, so that a count that moves is seen
+PLAN = beside.ThreadPlan(training=2, beside=1)
+
+
+def test_work_queued_beside_runs_in_the_second_process_on_its_threads(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    with _side_by_side(monkeypatch, tmp_path, _pid) as lanes:
-        assert lanes.side_by_side
-        (threads_back,) = lanes.trainer_callbacks()
-        child = lanes.warm_start_evals()
-        assert child != os.getpid()
-        assert lanes.baselines() == child  # one second process, in order
-        assert threads_back.lane_done.wait(10)  # its work done: training may take its threads
-        lanes.close()
-
-
-def test_training_takes_the_threads_back_once_the_second_process_is_done() -> None:
-    import threading
-
     import torch
 
     threads = torch.get_num_threads()
-    lane_done = threading.Event()
-    callback = beside.ThreadsBack(lane_done, threads + 1)
-    step = lambda n: callback.on_step_begin(None, SimpleNamespace(global_step=n), None)  # noqa: E731
-    try:
-        step(3)
-        assert torch.get_num_threads() == threads and callback.at_step is None  # still busy
-        lane_done.set()
-        step(4)
-        assert torch.get_num_threads() == threads + 1 and callback.at_step == 4
-        torch.set_num_threads(threads)
-        step(5)
-        assert torch.get_num_threads() == threads and callback.at_step == 4  # once only
-    finally:
-        torch.set_num_threads(threads)
+    with _side_by_side(monkeypatch, tmp_path, _pid_and_threads) as lanes:
+        assert lanes.side_by_side
+        assert torch.get_num_threads() == PLAN.training  # training's count, set on entry
+        child, child_threads = lanes.warm_start_evals()
+        assert child != os.getpid() and child_threads == PLAN.beside
+        assert lanes.baselines() == (child, PLAN.beside)  # one second process, in order
+        lanes.close()
+    assert torch.get_num_threads() == threads
+
+
+def test_training_keeps_its_planned_threads_once_the_work_beside_is_done(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A CPU may round differently on one thread and on two, so training's count must not
+    follow the moment the second process finishes: after that work is done, every training
+    step still begins on the planned count, and the trainer gets no hook that could move it.
+    """
+    import torch
+
+    with _side_by_side(monkeypatch, tmp_path, _pid_and_threads) as lanes:
+        lanes.baselines()  # the second process is done
+        assert not hasattr(lanes, "trainer_callbacks")  # nothing handed to the trainer
+        for _step in range(3):
+            time.sleep(0.05)  # a done-callback would have fired by now
+            assert torch.get_num_threads() == PLAN.training
+        lanes.close()
 
 
 def test_a_failed_training_stops_the_second_process(
@@ -87,48 +98,52 @@ def test_a_failed_training_stops_the_second_process(
     assert torch.get_num_threads() == threads
 
 
-def test_without_two_threads_the_work_is_done_here_when_asked(
+def test_one_process_does_the_same_work_on_the_same_thread_counts(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(beside, "lane_threads", lambda _options: None)
-    lanes = beside.Beside(SimpleNamespace(), ToyAdditionOptions(), tmp_path, tmp_path)
-    monkeypatch.setattr(beside, "evaluate_models", _pid)
-    monkeypatch.setattr(beside, "_baselines_lane", _pid)
+    import torch
+
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(beside, "thread_plan", lambda _options: PLAN)
+    options = ToyAdditionOptions(side_by_side=False)
+    lanes = beside.Beside(SimpleNamespace(), options, tmp_path, tmp_path)
+    monkeypatch.setattr(beside, "evaluate_models", _pid_and_threads)
+    monkeypatch.setattr(beside, "_baselines_lane", _pid_and_threads)
     with lanes:
         assert not lanes.side_by_side
-        assert lanes.trainer_callbacks() == []  # nothing to hand back
-        assert lanes.warm_start_evals() == lanes.baselines() == os.getpid()
+        assert torch.get_num_threads() == PLAN.training
+        here = (os.getpid(), PLAN.beside)  # here, on the second process's count
+        assert lanes.warm_start_evals() == lanes.baselines() == here
+        assert torch.get_num_threads() == PLAN.training  # and back
+    assert torch.get_num_threads() == threads
 
 
-def test_thread_counts_do_not_change_the_main_jobs_floats(tmp_path: Path) -> None:
-    """What taking the threads back relies on: one SFT step of the main job's model shape
-    gives the same loss and gradients, bit for bit, on one thread and on two."""
+def test_without_a_plan_the_work_is_done_here_on_the_threads_there_are(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import torch
-    import yaml
-    from transformers import AutoModelForCausalLM
 
-    from pairrl.tiny_model import build_tiny_model
+    monkeypatch.setattr(beside, "thread_plan", lambda _options: None)
+    lanes = beside.Beside(SimpleNamespace(), ToyAdditionOptions(), tmp_path, tmp_path)
+    monkeypatch.setattr(beside, "evaluate_models", _pid_and_threads)
+    monkeypatch.setattr(beside, "_baselines_lane", _pid_and_threads)
+    threads = torch.get_num_threads()
+    with lanes:
+        assert not lanes.side_by_side and lanes.threads is None
+        assert lanes.warm_start_evals() == lanes.baselines() == (os.getpid(), threads)
 
-    config = Path(__file__).resolve().parents[1] / "configs" / "toy_cpu.yaml"
-    shape = yaml.safe_load(config.read_text())["model"]["tiny"]  # the main job's model
-    model_dir = build_tiny_model(tmp_path / "m", seed=0, **shape)
-    ids = torch.randint(3, 900, (8, 40), generator=torch.Generator().manual_seed(0))
-    mask = torch.ones_like(ids)
-    mask[::2, 30:] = 0  # right padding, as the warm start's batches have
 
-    def loss_and_grads(threads: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        torch.set_num_threads(threads)
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
-        loss = model(
-            input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100)
-        ).loss
-        loss.backward()
-        return loss.detach(), [p.grad for p in model.parameters()]
+def test_the_plan_is_fixed_by_the_threads_alone_not_by_side_by_side() -> None:
+    import torch
 
     threads = torch.get_num_threads()
     try:
-        one, two = loss_and_grads(1), loss_and_grads(2)
+        for count, expected in ((1, None), (2, (1, 1)), (3, (2, 1)), (16, (8, 8))):
+            torch.set_num_threads(count)
+            for side_by_side in (True, False):
+                plan = beside.thread_plan(ToyAdditionOptions(side_by_side=side_by_side))
+                assert (plan and (plan.training, plan.beside)) == expected
+        torch.set_num_threads(4)
+        assert beside.thread_plan(ToyAdditionOptions(baselines=[])) is None  # nothing beside
     finally:
         torch.set_num_threads(threads)
-    assert torch.equal(one[0], two[0])
-    assert all(torch.equal(a, b) for a, b in zip(one[1], two[1], strict=True))

@@ -134,8 +134,8 @@ def test_main_job_end_to_end_and_eval_reproduces_it(tmp_path: Path) -> None:
     for name in MODELS:
         for run in (name, f"{name}-shared"):
             assert _records(out / "eval" / run) == _records(tmp_path / "alone" / "eval" / run)
-    # the baseline's weights, and the run's own (trained partly on the second process's
-    # threads once that one was done: thread counts do not change the floats)
+    # the baseline's weights, and the run's own (each trained on the same planned thread
+    # count in both runs, so bit for bit on any CPU)
     for weights in ("baselines/grpo/final/model.safetensors", "final/model.safetensors"):
         assert (out / weights).read_bytes() == (tmp_path / "alone" / weights).read_bytes()
     # Each benchmark run the main job made is a plain `pairrl eval` config: rerunning it

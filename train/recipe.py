@@ -43,9 +43,7 @@ class Recipe(TaskRecipe, Protocol):
     """A recipe training can run: the benchmark's part, warm-start data, a final hook.
 
     One hook is optional: ``before_training(cfg, options, run_dir, warm_start_dir)``, a
-    context manager (see ``beside_training``) for work to run beside training. What it
-    yields may offer ``trainer_callbacks()``: callbacks added to the run's trainer (e.g. to
-    hand threads back to training once that work is done).
+    context manager (see ``beside_training``) for work to run beside training.
     """
 
     def warm_start_conversations(

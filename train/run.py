@@ -242,8 +242,6 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
     with _beside_training(cfg, setup, source, policy) as beside:
         training = _trainer(cfg, setup, source, policy)
         trainer = training.trainer
-        for callback in getattr(beside, "trainer_callbacks", list)():
-            trainer.add_callback(callback)
         started = time.perf_counter()
         try:
             trainer.train(resume_from_checkpoint=setup.checkpoint)

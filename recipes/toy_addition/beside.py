@@ -3,27 +3,29 @@ the main run's training.
 
 A benchmark run on a tiny model is mostly Python and gains nothing from a second thread,
 and an RL run gains little (docs/experiments.md, "Wall time of the main job"), so on a CPU
-machine the main job runs as two processes, each on half the threads: this one trains the
-run's own mode and evaluates it, and takes the other's threads back once that one is done
-(``ThreadsBack``); the other evaluates the warm start, then trains each baseline from it
-and evaluates those, then runs the run's own model's shared-pool evaluation beside that
-model's own one. Every run seeds itself, and a judge's samples do not depend on the batch
-they are drawn in, so the numbers are those of running everything one after the other
-(``side_by_side: false``; the main job's test checks that both sample and judge the same).
-Both processes' bars share one display.
+machine the main job runs as two processes, each on its share of the threads: this one
+trains the run's own mode and evaluates it; the other evaluates the warm start, then trains
+each baseline from it and evaluates those, then runs the run's own model's shared-pool
+evaluation beside that model's own one.
+
+Each kind of work runs on a thread count fixed before the run (``ThreadPlan``), never
+changed when the other process happens to finish: a CPU's kernels may round differently on
+one thread and on two, so a count that followed timing would make a seed's numbers depend
+on it. One process (``side_by_side: false``) does the same work one piece after the other
+on the same thread counts, so its numbers are those of the two processes, bit for bit
+(the main job's test compares both). Both processes' bars share one display.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from transformers import TrainerCallback
+from typing import Any, TypeVar
 
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.experiment import (
@@ -34,64 +36,93 @@ from pairrl.recipes.toy_addition.experiment import (
     train_baselines,
 )
 
-__all__ = ["Beside", "ThreadsBack", "lane_threads"]
+__all__ = ["Beside", "ThreadPlan", "thread_plan"]
+
+T = TypeVar("T")
 
 
-def lane_threads(options: ToyAdditionOptions) -> tuple[int, int] | None:
-    """(this process's, the second's) threads when the main job runs as two, else None (one
-    after the other): ``side_by_side`` on, a CPU run of one process, two or more threads."""
+@dataclass(frozen=True)
+class ThreadPlan:
+    """The torch threads of each kind of work, fixed before the run: ``training`` for the
+    run's own training and its own benchmark run, ``beside`` for the other work (the warm
+    start's runs, the baselines, the final model's shared-pool run)."""
+
+    training: int
+    beside: int
+
+
+def thread_plan(options: ToyAdditionOptions) -> ThreadPlan | None:
+    """The plan when the main job has work beside training on a CPU run of one process
+    with two or more threads (half each, the odd one to training), else None: everything
+    on the threads the process has. ``side_by_side`` does not change it."""
     import torch
 
     accelerator = torch.cuda.is_available() or torch.backends.mps.is_available()
-    if not options.side_by_side or accelerator or not options.baselines:
+    if accelerator or not options.baselines:
         return None
     from accelerate import PartialState
 
     if PartialState().num_processes > 1:
         return None
     threads = torch.get_num_threads()
-    return (threads - threads // 2, threads // 2) if threads >= 2 else None
+    return ThreadPlan(threads - threads // 2, threads // 2) if threads >= 2 else None
+
+
+@contextmanager
+def _threads(count: int | None) -> Iterator[None]:
+    """Torch on ``count`` threads inside (unchanged for None)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class Beside:
-    """Context for the main job's training: the second process's work, or (one process)
-    the same work done on demand in this one. ``warm_start_evals`` and ``baselines`` return
-    what ``evaluate_models`` and ``train_baselines`` would."""
+    """Context for the main job's training: training on the plan's threads, and the work
+    beside it done by a second process (``side_by_side``) or, in one process, on demand
+    here on the threads it would have had there. ``warm_start_evals`` and ``baselines``
+    return what ``evaluate_models`` and ``train_baselines`` would."""
 
     def __init__(
         self, cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path
     ) -> None:
         self.cfg, self.options = cfg, options
         self.run_dir, self.warm_start_dir = run_dir, warm_start_dir
-        self.threads = lane_threads(options)
+        self.plan = thread_plan(options)
         self._stack = ExitStack()
         self._pool: ProcessPoolExecutor | None = None
         self._warm: Future[Any] | None = None
         self._rest: Future[Any] | None = None
-        self._restore_threads: int | None = None
-        self._threads_back: ThreadsBack | None = None  # set when a second process works
         self.side_by_side = False  # whether a second process does the work
 
+    @property
+    def threads(self) -> dict[str, int] | None:
+        """The thread plan as the summary records it."""
+        return None if self.plan is None else vars(self.plan).copy()
+
     def __enter__(self) -> Beside:
-        if self.threads is not None:
-            try:
-                self._start(*self.threads)
-            except BaseException:
-                self._shutdown(terminate=True)
-                raise
+        try:
+            if self.plan is not None:
+                self._stack.enter_context(_threads(self.plan.training))
+                if self.options.side_by_side:
+                    self._start(self.plan.beside)
+        except BaseException:
+            self._shutdown(terminate=True)
+            raise
         return self
 
-    def _start(self, mine: int, theirs: int) -> None:
+    def _start(self, theirs: int) -> None:
         import multiprocessing
-
-        import torch
 
         from pairrl.progress import board
 
         shared = self._stack.enter_context(board())
         link = shared.link() if shared is not None else None
-        self._restore_threads = torch.get_num_threads()
-        torch.set_num_threads(mine)
         self._pool = ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
@@ -99,8 +130,6 @@ class Beside:
             initargs=(link, theirs, self.cfg.logging.console == "progress"),
         )
         self.side_by_side = True
-        threads_back = ThreadsBack(threading.Event(), self._restore_threads)
-        self._threads_back = threads_back
         args = (self.cfg, self.options, self.run_dir)
         self._warm = self._pool.submit(
             evaluate_models, *args, {SHARED_POOL_MODEL: self.warm_start_dir}
@@ -108,50 +137,39 @@ class Beside:
         self._rest = self._pool.submit(_baselines_lane, *args, self.warm_start_dir)
         for future in (self._warm, self._rest):
             future.add_done_callback(_report_failure)
-        self._rest.add_done_callback(lambda _: threads_back.lane_done.set())
 
-    def trainer_callbacks(self) -> list[Any]:
-        """Callbacks for the run's trainer: once the second process has finished, training
-        takes back its threads (``ThreadsBack``); none when one process does everything."""
-        return [] if self._threads_back is None else [self._threads_back]
-
-    @property
-    def threads_back_at_step(self) -> int | None:
-        """The training step that began with the second process's threads back, if any."""
-        return None if self._threads_back is None else self._threads_back.at_step
+    def _here(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``work`` in this process, on the threads the second process would give it."""
+        with _threads(None if self.plan is None else self.plan.beside):
+            return work(*args, **kwargs)
 
     def warm_start_evals(self) -> dict[str, dict[str, Any]]:
         """The warm start's two benchmark summaries (its own candidates, the shared pool)."""
         if self._warm is not None:
             return self._warm.result()
-        return evaluate_models(
-            self.cfg, self.options, self.run_dir, {SHARED_POOL_MODEL: self.warm_start_dir}
-        )
+        models = {SHARED_POOL_MODEL: self.warm_start_dir}
+        return self._here(evaluate_models, self.cfg, self.options, self.run_dir, models)
 
     def final_evals(self, name: str, model_dir: Path) -> dict[str, dict[str, Any]]:
         """The run's own model's two benchmark summaries (its own candidates, the shared
-        pool). With a second process, the shared-pool run goes there (idle by then, or once
-        the baselines are done), in a cache of its own, while this process runs the own run
-        on one thread (the other is that process's); else both here, one after the other."""
-        if self._pool is None:
-            return evaluate_models(self.cfg, self.options, self.run_dir, {name: model_dir})
-        import torch
-
+        pool). The own run here on the training threads; the shared-pool run, in a cache of
+        its own, on the second process (idle by then, or once the baselines are done) or,
+        in one process, here after it on the threads it would have had there."""
         args = (self.cfg, self.options, self.run_dir, name, model_dir)
-        shared = self._pool.submit(evaluate_shared_pool, *args, cache_apart=True)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # three threads on two cores are slower than two
-        try:
+        if self._pool is None:
             own = evaluate_own(*args)
-        finally:
-            torch.set_num_threads(threads)
-        return {name: own, f"{name}-shared": shared.result()}
+            shared = self._here(evaluate_shared_pool, *args, cache_apart=True)
+            return {name: own, f"{name}-shared": shared}
+        pending = self._pool.submit(evaluate_shared_pool, *args, cache_apart=True)
+        own = evaluate_own(*args)
+        return {name: own, f"{name}-shared": pending.result()}
 
     def baselines(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
         """(``train_baselines``'s result, the baselines' benchmark summaries)."""
         if self._rest is not None:
             return self._rest.result()
-        return _baselines_lane(self.cfg, self.options, self.run_dir, self.warm_start_dir)
+        args = (self.cfg, self.options, self.run_dir, self.warm_start_dir)
+        return self._here(_baselines_lane, *args)
 
     def close(self) -> None:
         """Close the second process (its work collected) and the shared display."""
@@ -172,33 +190,7 @@ class Beside:
                 self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool = None
         finally:
-            if self._restore_threads is not None:
-                import torch
-
-                torch.set_num_threads(self._restore_threads)
-                self._restore_threads = None
             self._stack.close()
-
-
-class ThreadsBack(TrainerCallback):
-    """At the first training step to begin after ``lane_done`` is set, sets this process's
-    torch threads to ``threads`` (``at_step``: that step).
-
-    Called on the training thread (a thread count is per thread), and never before the
-    second process is done: three threads on two cores are much slower than two. Thread
-    counts do not change this model's floats, so the run's numbers stay the same.
-    """
-
-    def __init__(self, lane_done: threading.Event, threads: int) -> None:
-        self.lane_done, self.threads = lane_done, threads
-        self.at_step: int | None = None
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.at_step is None and self.lane_done.is_set():
-            import torch
-
-            torch.set_num_threads(self.threads)
-            self.at_step = state.global_step
 
 
 def _report_failure(future: Future[Any]) -> None:

@@ -125,6 +125,7 @@ class ToyAdditionOptions(PairrlModel):
         default=True,
         description="on a CPU run of one process with at least two torch threads: evaluate "
         "the warm start, then train and evaluate the baselines, in a second process while "
-        "the run's own mode trains (each process on half the threads); the same numbers as "
-        "one after the other, in less wall time",
+        "the run's own mode trains (each kind of work on a thread count fixed before the "
+        "run: half the threads each); off, the same work one after the other on the same "
+        "thread counts, so the same numbers, in more wall time",
     )

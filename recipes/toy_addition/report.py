@@ -10,8 +10,8 @@ runs (``beside``, ``experiment``), then writes:
   swiss, oracle with the model judging the warm start's candidates); ``verification_gain``
   (what pairwise verification added over GRPO, in points); the training curves; ``wall_s``
   per stage and in total (``side_by_side``: whether two processes shared them;
-  ``threads_back_at_step``: the training step from which the run had both threads); the
-  benchmark runs' folders; ``libraries``, the versions the numbers were measured with.
+  ``threads``: the torch threads of training and of the work beside it, fixed before the
+  run); the benchmark runs' folders; ``libraries``, the versions the numbers were measured with.
 * ``demo.png``: both runs' training curves, the held-out bars, and the gains over GRPO
   with their paired 95% intervals.
 """
@@ -230,7 +230,7 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
         "curves": curves,
         "wall_s": wall,
         "side_by_side": beside.side_by_side,
-        "threads_back_at_step": beside.threads_back_at_step,
+        "threads": beside.threads,
         "eval_runs": {name: str(run.run_dir / "eval" / name) for name in evals},
         "libraries": library_versions(),  # another release of any can redraw the numbers
     }

@@ -3,7 +3,7 @@ side by side.
 
 From one finished main job's warm start (``--from RUN``), runs the rest of the main job
 (PairRL, GRPO beside it, the six benchmark runs) once per arm per repeat, alternating: with
-``pairrl.memory.reuse_freed_memory`` (what the ``pairrl`` command does) and with
+``pairrl.memory.reuse_freed_memory`` (what ``pairrl train`` does) and with
 ``PAIRRL_MALLOC_DEFAULTS=1`` (glibc's defaults). Prints each run's wall time, page faults
 and kernel time (of the job's processes), the median per arm, the ratio, and whether both
 gave the same numbers (``summary.json`` ``models``)::

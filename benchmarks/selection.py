@@ -39,8 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from selection_sim import JudgeModel, make_problem
 
+from pairrl.rollout.schedule_registry import SCHEDULES
 from pairrl.rollout.strengths import rating_strengths
-from pairrl.rollout.tournament import SCHEDULES, all_pairs_tournament
+from pairrl.rollout.tournament import all_pairs_tournament
 
 JUDGES = [
     JudgeModel("q70", mixed_accuracy=0.7),
@@ -163,7 +164,11 @@ def scheduling_overhead(num_problems: int) -> list[tuple[str, int, int, float]]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
+GAPPED = ("sequential_halving", "ladder", CANDIDATE)
+"""Schedules whose share of the Swiss -> all-pairs gap closed is printed."""
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="300 problems per cell")
     parser.add_argument("--problems", type=int, default=None, help="problems per cell")
@@ -171,12 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judges", default=None, help="comma-separated judge names (default all)")
     parser.add_argument("--sizes", default=None, help="comma-separated N (default 8,16,32)")
     parser.add_argument("--json", default=None, help="also write every cell's numbers here")
-    args = parser.parse_args(argv)
-    num_problems = args.problems or (300 if args.quick else 2000)
-    problems = range(args.seed_offset, args.seed_offset + num_problems)
-    judges = [j for j in JUDGES if args.judges is None or j.name in args.judges.split(",")]
-    sizes = tuple(int(x) for x in args.sizes.split(",")) if args.sizes else SIZES
-    t_start, cpu_start = time.perf_counter(), time.process_time()
+    return parser.parse_args(argv)
+
+
+def _print_preamble(num_problems: int, problems: range, judges: list[JudgeModel]) -> None:
     print(
         f"# selection benchmark: {num_problems} problems per cell "
         f"(problems {problems.start}..{problems.stop - 1}); judges:"
@@ -185,86 +188,113 @@ def main(argv: list[str] | None = None) -> int:
         print(f"#   {judge.describe()}")
     print("# pass rate per problem ~ Beta(1.4, 2.1); accuracy = P(winner correct)")
     print("# every comparison's A/B order is a seeded coin flip (ratings mapped back)")
-    gapped = ("sequential_halving", "ladder", CANDIDATE)
     header = (
         f"{'judge':<11} {'N':>3} {'B':>3} | "
         + " ".join(f"{SHORT[s]:>6}" for s in (*BUDGETED, *REFERENCES))
         + f" {'oracle':>6} {'chance':>6} | "
-        + " ".join(f"{'gap:' + SHORT[s][:1]:>5}" for s in gapped)
+        + " ".join(f"{'gap:' + SHORT[s][:1]:>5}" for s in GAPPED)
         + f" {'gap:r*':>6} | {SHORT[CANDIDATE] + '-swiss':>14} | rounds "
         + "/".join(SHORT[s] for s in (*BUDGETED, "all_pairs"))
     )
     print(header)
     print("-" * len(header))
+
+
+def _cell(judge: JudgeModel, n: int, b: int, res: dict, mean: dict) -> dict:
+    """One (judge, N, B) cell of the accuracy table: printed, and returned as a dict."""
+    ref = {r: mean[(r, None)] for r in REFERENCES}
+    acc = {s: mean[(s, b)] for s in BUDGETED}
+    sw = acc["swiss"]
+    blind = judge.label_blind
+    gaps = {s: _gap(acc[s], sw, ref["all_pairs"], blind) for s in GAPPED}
+    own_gap = _gap(acc[CANDIDATE], sw, ref["all_pairs_rated"], blind)
+    diff, se = _paired_diff(res[(CANDIDATE, b)][0], res[("swiss", b)][0])
+    rounds = {s: res[(s, b)][1] for s in BUDGETED}
+    rounds["all_pairs"] = res[("all_pairs", None)][1]
+    rtxt = "/".join(f"{rounds[s]:.0f}" for s in (*BUDGETED, "all_pairs"))
+    print(
+        f"{judge.name:<11} {n:>3} {b:>3} | "
+        + " ".join(f"{x:6.3f}" for x in (*acc.values(), *ref.values()))
+        + f" {mean[('oracle', None)]:6.3f} {mean[('chance', None)]:6.3f} | "
+        + " ".join(_fmt_gap(gaps[s]) for s in GAPPED)
+        + f"  {_fmt_gap(own_gap)} | {diff:+7.3f} ±{se:5.3f} | {rtxt}",
+        flush=True,
+    )
+    return dict(
+        judge=judge.name,
+        n=n,
+        budget=b,
+        acc=acc,
+        references=ref,
+        oracle=mean[("oracle", None)],
+        chance=mean[("chance", None)],
+        gaps=gaps,
+        gap_against_own_pick=own_gap,
+        candidate_minus_swiss=[diff, se],
+        rounds=rounds,
+        blind=blind,
+    )
+
+
+def accuracy_table(
+    judges: list[JudgeModel], sizes: tuple[int, ...], problems: range
+) -> tuple[list[dict], dict[tuple[str, int, int, str], list[float]]]:
+    """Every (judge, N, B) cell, printed; the cells and per-problem hits by
+    (judge, N, B, schedule)."""
     cells: list[dict] = []
     hits_by: dict[tuple[str, int, int, str], list[float]] = {}
     for judge in judges:
         for n in sizes:
             res = evaluate(judge, n, problems)
             mean = {k: statistics.fmean(v[0]) for k, v in res.items()}
-            ref = {r: mean[(r, None)] for r in REFERENCES}
             for m in BUDGET_MULTIPLIERS:
                 b = m * n
-                acc = {s: mean[(s, b)] for s in BUDGETED}
-                sw = acc["swiss"]
-                blind = judge.label_blind
-                gaps = {s: _gap(acc[s], sw, ref["all_pairs"], blind) for s in gapped}
-                own_gap = _gap(acc[CANDIDATE], sw, ref["all_pairs_rated"], blind)
-                diff, se = _paired_diff(res[(CANDIDATE, b)][0], res[("swiss", b)][0])
-                rounds = {s: res[(s, b)][1] for s in BUDGETED}
-                rounds["all_pairs"] = res[("all_pairs", None)][1]
-                rtxt = "/".join(f"{rounds[s]:.0f}" for s in (*BUDGETED, "all_pairs"))
-                print(
-                    f"{judge.name:<11} {n:>3} {b:>3} | "
-                    + " ".join(f"{x:6.3f}" for x in (*acc.values(), *ref.values()))
-                    + f" {mean[('oracle', None)]:6.3f} {mean[('chance', None)]:6.3f} | "
-                    + " ".join(_fmt_gap(gaps[s]) for s in gapped)
-                    + f"  {_fmt_gap(own_gap)} | {diff:+7.3f} ±{se:5.3f} | {rtxt}",
-                    flush=True,
-                )
-                cells.append(
-                    dict(
-                        judge=judge.name,
-                        n=n,
-                        budget=b,
-                        acc=acc,
-                        references=ref,
-                        oracle=mean[("oracle", None)],
-                        chance=mean[("chance", None)],
-                        gaps=gaps,
-                        gap_against_own_pick=own_gap,
-                        candidate_minus_swiss=[diff, se],
-                        rounds=rounds,
-                        blind=blind,
-                    )
-                )
+                cells.append(_cell(judge, n, b, res, mean))
                 for s in BUDGETED:
                     hits_by[(judge.name, n, b, s)] = res[(s, b)][0]
-    # ------------------------------------------------------------- A- vs B-biased judge
-    bias_rows = []
-    if any(j.name == "q80-posA" for j in judges) and any(j.name == "q80-posB" for j in judges):
-        print(
-            "\n# position bias: accuracy with the A-biased minus the B-biased judge "
-            "(same problems; paired SE)"
-        )
-        print(f"{'N':>3} {'B':>3} | " + " ".join(f"{SHORT[s]:>15}" for s in BUDGETED))
-        for n in sizes:
-            for m in BUDGET_MULTIPLIERS:
-                b = m * n
-                parts = []
-                for s in BUDGETED:
-                    d, se = _paired_diff(
-                        hits_by[("q80-posA", n, b, s)], hits_by[("q80-posB", n, b, s)]
-                    )
-                    parts.append(f"{d:+7.3f} ±{se:5.3f}")
-                    bias_rows.append(dict(n=n, budget=b, schedule=s, diff=d, se=se))
-                print(f"{n:>3} {b:>3} | " + " ".join(f"{p:>15}" for p in parts))
-    # ---------------------------------------------------------------------- overhead
+    return cells, hits_by
+
+
+def position_bias_table(
+    judges: list[JudgeModel],
+    sizes: tuple[int, ...],
+    hits_by: dict[tuple[str, int, int, str], list[float]],
+) -> list[dict]:
+    """A-biased minus B-biased judge accuracy per schedule, printed (when both judges ran)."""
+    bias_rows: list[dict] = []
+    names = {j.name for j in judges}
+    if not {"q80-posA", "q80-posB"} <= names:
+        return bias_rows
+    print(
+        "\n# position bias: accuracy with the A-biased minus the B-biased judge "
+        "(same problems; paired SE)"
+    )
+    print(f"{'N':>3} {'B':>3} | " + " ".join(f"{SHORT[s]:>15}" for s in BUDGETED))
+    for n in sizes:
+        for m in BUDGET_MULTIPLIERS:
+            b = m * n
+            parts = []
+            for s in BUDGETED:
+                d, se = _paired_diff(hits_by[("q80-posA", n, b, s)], hits_by[("q80-posB", n, b, s)])
+                parts.append(f"{d:+7.3f} ±{se:5.3f}")
+                bias_rows.append(dict(n=n, budget=b, schedule=s, diff=d, se=se))
+            print(f"{n:>3} {b:>3} | " + " ".join(f"{p:>15}" for p in parts))
+    return bias_rows
+
+
+def _print_overhead(num_problems: int) -> list[tuple[str, int, int, float]]:
     print("\n# scheduling overhead, CPU ms per tournament (free judge), B = 2N (all pairs: all)")
     overhead = scheduling_overhead(max(200, num_problems // 4))
     for schedule, n, budget, ms in overhead:
         print(f"  {schedule:<20} N={n:<3} B={budget:<4} {ms:6.3f} ms")
-    # ------------------------------------------------------------------- targets
+    return overhead
+
+
+def target_checks(
+    cells: list[dict], bias_rows: list[dict], overhead: list[tuple[str, int, int, float]]
+) -> tuple[list[tuple[str, bool]], list[dict]]:
+    """The chosen schedule's targets as (text, met), and the cells where it is below Swiss
+    by more than 2 SE."""
     checks = []
     head = next((c for c in cells if (c["judge"], c["n"], c["budget"] // c["n"]) == HEADLINE), None)
     if head is not None:
@@ -291,6 +321,14 @@ def main(argv: list[str] | None = None) -> int:
             not below,
         )
     )
+    checks += _bias_and_overhead_checks(bias_rows, overhead)
+    return checks, below
+
+
+def _bias_and_overhead_checks(
+    bias_rows: list[dict], overhead: list[tuple[str, int, int, float]]
+) -> list[tuple[str, bool]]:
+    checks = []
     cand_bias = [r for r in bias_rows if r["schedule"] == CANDIDATE]
     if cand_bias:
         mx = max(cand_bias, key=lambda r: abs(r["diff"]))
@@ -303,6 +341,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     oh = next(ms for s, n, b, ms in overhead if s == CANDIDATE and n == 16)
     checks.append((f"overhead at N=16, B=2N < 1 ms: {oh:.3f} ms", oh < 1.0))
+    return checks
+
+
+def _print_targets(checks: list[tuple[str, bool]], below: list[dict]) -> None:
     print(f"\n# targets for '{CANDIDATE}':")
     for text, ok in checks:
         print(f"#   [{'ok' if ok else 'NOT MET'}] {text}")
@@ -311,6 +353,21 @@ def main(argv: list[str] | None = None) -> int:
             f"#     below Swiss: {c['judge']} N={c['n']} B={c['budget']} "
             f"{c['candidate_minus_swiss'][0]:+.3f} ±{c['candidate_minus_swiss'][1]:.3f}"
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    num_problems = args.problems or (300 if args.quick else 2000)
+    problems = range(args.seed_offset, args.seed_offset + num_problems)
+    judges = [j for j in JUDGES if args.judges is None or j.name in args.judges.split(",")]
+    sizes = tuple(int(x) for x in args.sizes.split(",")) if args.sizes else SIZES
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    _print_preamble(num_problems, problems, judges)
+    cells, hits_by = accuracy_table(judges, sizes, problems)
+    bias_rows = position_bias_table(judges, sizes, hits_by)
+    overhead = _print_overhead(num_problems)
+    checks, below = target_checks(cells, bias_rows, overhead)
+    _print_targets(checks, below)
     print(
         f"# wall time {time.perf_counter() - t_start:.0f} s, "
         f"CPU time {time.process_time() - cpu_start:.0f} s"

@@ -108,8 +108,8 @@ def evaluate_seed(source: Path, out: Path, seed: int) -> dict:
     )
     from pairrl.recipes.toy_addition.report import measured_gain
     from pairrl.train.config import TrainConfig
-    from pairrl.train.recipe import resolve_recipe
     from pairrl.train.run import quiet_libraries
+    from pairrl.train.task_family import resolve_recipe
 
     trained, run_dir = source / f"seed{seed}", out / f"seed{seed}"
     if (run_dir / "summary.json").is_file():

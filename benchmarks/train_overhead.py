@@ -28,6 +28,8 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +153,9 @@ def grpo_steps(
     samples and about the same prompt + completion tokens as a PairRL step.
     """
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    from pairrl.rewards import parse_pair_ratings, verification_reward
     from pairrl.rewards.executor import Executor
-    from pairrl.rewards.results import ExecJob
     from pairrl.rollout.prompt_kit import paper_prompt_kit
     from pairrl.train.data import build_dataset
     from pairrl.train.tiny_tasks import tiny_code_tasks
@@ -167,6 +167,29 @@ def grpo_steps(
     else:
         dataset, by_prompt, _ = build_dataset(tiny_code_tasks(), paper_prompt_kit().generation)
         labels = {}
+    reward_funcs = [_correctness_reward(executor, by_prompt)]
+    if matched:
+        reward_funcs.append(_verification_reward(labels))
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer.padding_side = "left"
+    trainer = GRPOTrainer(
+        model=str(model),
+        reward_funcs=reward_funcs,
+        args=_grpo_config(out, steps, problems, shuffle_dataset=not matched),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+    try:
+        trainer.train()
+    finally:
+        executor.close()
+    return [r for r in trainer.state.log_history if "step_time" in r]
+
+
+def _correctness_reward(executor: Any, by_prompt: dict[str, Any]) -> Callable[..., list]:
+    """TRL reward: 1 or 0 for a solution to a generation prompt (its task from ``by_prompt``)
+    as the executor finds it; None for other prompts."""
+    from pairrl.rewards.results import ExecJob
 
     def correctness(
         prompts: list[Any], completions: list[Any], **kwargs: Any
@@ -182,6 +205,14 @@ def grpo_steps(
             rewards[i] = 1.0 if result.passed else 0.0
         return rewards
 
+    return correctness
+
+
+def _verification_reward(labels: dict[str, tuple[bool, bool]]) -> Callable[..., list]:
+    """TRL reward: the paper's verification reward for a judgement of a pairwise prompt
+    (the judged solutions' labels from ``labels``); None for other prompts."""
+    from pairrl.rewards import parse_pair_ratings, verification_reward
+
     def verification(
         prompts: list[Any], completions: list[Any], **kwargs: Any
     ) -> list[float | None]:
@@ -192,9 +223,15 @@ def grpo_steps(
             for p, c in zip(prompts, completions, strict=True)
         ]
 
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    tokenizer.padding_side = "left"
-    args = GRPOConfig(
+    return verification
+
+
+def _grpo_config(out: Path, steps: int, problems: int, *, shuffle_dataset: bool) -> Any:
+    """TRL's GRPOConfig with the settings our trainer uses on the tiny model (8 samples per
+    problem, DAPO loss, the same cap, sampling and optimiser)."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
         output_dir=str(out),
         max_steps=steps,
         per_device_train_batch_size=problems * 8,
@@ -216,23 +253,38 @@ def grpo_steps(
         disable_tqdm=True,
         bf16=False,
         seed=0,
-        shuffle_dataset=not matched,
+        shuffle_dataset=shuffle_dataset,
     )
-    trainer = GRPOTrainer(
-        model=str(model),
-        reward_funcs=[correctness, verification] if matched else [correctness],
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
-    try:
-        trainer.train()
-    finally:
-        executor.close()
-    return [r for r in trainer.state.log_history if "step_time" in r]
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """Per-step log rows of every run, and how the matched baseline's prompts were picked."""
+
+    pairrl: list[dict[str, Any]]
+    matched: list[dict[str, Any]]  # TRL GRPO on PairRL's prompt mix
+    grpo: list[dict[str, Any]]  # TRL GRPO on generation prompts (empty: skipped)
+    ours_grpo: list[dict[str, Any]]  # our trainer's GRPO mode (empty: skipped)
+    judge_rows: float  # PairRL judgement rows with a pairwise prompt, per step
+    judge_prompts: int  # pairwise prompts per step in the matched baseline
+    wall_s: float
 
 
 def main() -> None:
+    """Run PairRL, the matched TRL baseline and (unless skipped) the GRPO-mode pair; print
+    the comparison."""
+    args = _parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = _run_all(args, Path(tmp))
+    _print_matched(args, runs)
+    if runs.grpo:
+        _print_grpo_mode(runs)
+    print(f"wall {runs.wall_s:.0f} s")
+
+
+def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--model", type=Path, default=None, help="a warm-started tiny model (built if absent)"
@@ -244,61 +296,71 @@ def main() -> None:
         action="store_true",
         help="skip the implementation check (our GRPO mode against TRL on code prompts only)",
     )
-    args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp_path = Path(tmp)
-        model = args.model or warm_model(tmp_path)
-        started = time.perf_counter()
-        pairrl = pairrl_steps(model, tmp_path / "pairrl", args.steps, args.problems)
-        # judgement rows that hold a pairwise prompt (the rest are one-token no_pair rows)
-        judge_rows = statistics.mean(
-            4 * args.problems - (r.get("pairrl/no_pair_rows") or 0.0) for r in pairrl
+    return parser.parse_args()
+
+
+def _run_all(args: argparse.Namespace, tmp_path: Path) -> _Runs:
+    """Every run, in ``tmp_path``; the wall time excludes building the model."""
+    model = args.model or warm_model(tmp_path)
+    started = time.perf_counter()
+    pairrl = pairrl_steps(model, tmp_path / "pairrl", args.steps, args.problems)
+    # judgement rows that hold a pairwise prompt (the rest are one-token no_pair rows)
+    judge_rows = statistics.mean(
+        4 * args.problems - (r.get("pairrl/no_pair_rows") or 0.0) for r in pairrl
+    )
+    judge_prompts = min(args.problems, round(judge_rows / 8))
+    matched = grpo_steps(
+        model, tmp_path / "matched", args.steps, args.problems, judge_prompts=judge_prompts
+    )
+    grpo: list[dict[str, Any]] = []
+    ours_grpo: list[dict[str, Any]] = []
+    if not args.skip_grpo_mode:
+        grpo = grpo_steps(model, tmp_path / "grpo", args.steps, args.problems)
+        ours_grpo = pairrl_steps(
+            model, tmp_path / "ours-grpo", args.steps, args.problems, mode="grpo"
         )
-        judge_prompts = min(args.problems, round(judge_rows / 8))
-        matched = grpo_steps(
-            model, tmp_path / "matched", args.steps, args.problems, judge_prompts=judge_prompts
-        )
-        grpo: list[dict[str, Any]] = []
-        ours_grpo: list[dict[str, Any]] = []
-        if not args.skip_grpo_mode:
-            grpo = grpo_steps(model, tmp_path / "grpo", args.steps, args.problems)
-            ours_grpo = pairrl_steps(
-                model, tmp_path / "ours-grpo", args.steps, args.problems, mode="grpo"
-            )
-        wall = time.perf_counter() - started
+    wall_s = time.perf_counter() - started
+    return _Runs(pairrl, matched, grpo, ours_grpo, judge_rows, judge_prompts, wall_s)
 
-    def mean(rows: list[dict[str, Any]], key: str) -> float:
-        values = [r[key] for r in rows[1:] if r.get(key) is not None] or [
-            r[key] for r in rows if r.get(key) is not None
-        ]
-        return statistics.mean(values) if values else float("nan")
 
-    def tokens_per_step(rows: list[dict[str, Any]]) -> float:
-        # num_tokens is cumulative (prompt + completion tokens, attention-mask sum)
-        return rows[-1]["num_tokens"] / len(rows) if rows else float("nan")
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    """Mean of ``key`` over the rows after the first (warm-up), or over every row when no
+    later row has it; NaN when none has."""
+    values = [r[key] for r in rows[1:] if r.get(key) is not None] or [
+        r[key] for r in rows if r.get(key) is not None
+    ]
+    return statistics.mean(values) if values else float("nan")
 
-    def per_step(rows: list[dict[str, Any]]) -> str:
-        return ", ".join(f"{r['step_time']:.2f}" for r in rows)
 
-    m_step, p_step = mean(matched, "step_time"), mean(pairrl, "step_time")
-    m_tok, p_tok = tokens_per_step(matched), tokens_per_step(pairrl)
+def _tokens_per_step(rows: list[dict[str, Any]]) -> float:
+    # num_tokens is cumulative (prompt + completion tokens, attention-mask sum)
+    return rows[-1]["num_tokens"] / len(rows) if rows else float("nan")
+
+
+def _per_step(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['step_time']:.2f}" for r in rows)
+
+
+def _print_matched(args: argparse.Namespace, runs: _Runs) -> None:
+    """PairRL against TRL GRPO on the same samples and prompt mix."""
+    matched, pairrl = runs.matched, runs.pairrl
+    m_step, p_step = _mean(matched, "step_time"), _mean(pairrl, "step_time")
+    m_tok, p_tok = _tokens_per_step(matched), _tokens_per_step(pairrl)
     print(f"steps per run {args.steps} (first excluded), problems per step {args.problems}, G = 8")
     print(
-        f"PairRL judgement rows with a pairwise prompt: {judge_rows:.1f} per step -> baseline "
-        f"gets {judge_prompts} pairwise + {args.problems - judge_prompts} generation prompts x 8"
+        f"PairRL judgement rows with a pairwise prompt: {runs.judge_rows:.1f} per step -> baseline "
+        f"gets {runs.judge_prompts} pairwise + {args.problems - runs.judge_prompts} generation prompts x 8"
     )
     print(
         f"TRL GRPO, PairRL prompt mix  step {m_step:.3f} s, {m_tok:.0f} tokens/step "
-        f"(steps: {per_step(matched)} s)"
+        f"(steps: {_per_step(matched)} s)"
     )
     print(
         f"ours, PairRL 4+4             step {p_step:.3f} s, {p_tok:.0f} tokens/step "
-        f"(steps: {per_step(pairrl)} s) = generate {mean(pairrl, 'time/generate_s'):.3f} "
-        f"+ execute {mean(pairrl, 'time/execute_s'):.3f} + judge {mean(pairrl, 'time/judge_s'):.3f} "
-        f"+ update {mean(pairrl, 'time/update_s'):.3f}; completion tokens: solution "
-        f"{mean(pairrl, 'tokens/solution'):.0f}, judgement {mean(pairrl, 'tokens/judgement'):.0f}"
+        f"(steps: {_per_step(pairrl)} s) = generate {_mean(pairrl, 'time/generate_s'):.3f} "
+        f"+ execute {_mean(pairrl, 'time/execute_s'):.3f} + judge {_mean(pairrl, 'time/judge_s'):.3f} "
+        f"+ update {_mean(pairrl, 'time/update_s'):.3f}; completion tokens: solution "
+        f"{_mean(pairrl, 'tokens/solution'):.0f}, judgement {_mean(pairrl, 'tokens/judgement'):.0f}"
     )
     print(
         f"PairRL / TRL GRPO (same samples, tokens {p_tok:.0f} vs {m_tok:.0f} = "
@@ -306,20 +368,23 @@ def main() -> None:
         f"{1000 * p_step / p_tok:.3f} vs {1000 * m_step / m_tok:.3f} s/1k tokens = "
         f"{(p_step / p_tok) / (m_step / m_tok):.2f}"
     )
-    if grpo:
-        g_step, o_step = mean(grpo, "step_time"), mean(ours_grpo, "step_time")
-        print(
-            f"TRL GRPO, code prompts only  step {g_step:.3f} s, {tokens_per_step(grpo):.0f} "
-            f"tokens/step (steps: {per_step(grpo)} s)"
-        )
-        print(
-            f"ours, mode grpo              step {o_step:.3f} s, {tokens_per_step(ours_grpo):.0f} "
-            f"tokens/step (steps: {per_step(ours_grpo)} s)"
-        )
-        print(
-            f"implementation overhead (same samples and prompts): ours-grpo / TRL = {o_step / g_step:.2f}"
-        )
-    print(f"wall {wall:.0f} s")
+
+
+def _print_grpo_mode(runs: _Runs) -> None:
+    """Our trainer's GRPO mode against TRL GRPO on the same generation prompts."""
+    grpo, ours_grpo = runs.grpo, runs.ours_grpo
+    g_step, o_step = _mean(grpo, "step_time"), _mean(ours_grpo, "step_time")
+    print(
+        f"TRL GRPO, code prompts only  step {g_step:.3f} s, {_tokens_per_step(grpo):.0f} "
+        f"tokens/step (steps: {_per_step(grpo)} s)"
+    )
+    print(
+        f"ours, mode grpo              step {o_step:.3f} s, {_tokens_per_step(ours_grpo):.0f} "
+        f"tokens/step (steps: {_per_step(ours_grpo)} s)"
+    )
+    print(
+        f"implementation overhead (same samples and prompts): ours-grpo / TRL = {o_step / g_step:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,51 +39,71 @@ def summarise(
     oracle = np.array([float(any(labels[t])) for t in task_ids], dtype=float)
     swing = np.array([0 < sum(labels[t]) < len(labels[t]) for t in task_ids], dtype=bool)
     ks = sorted({len(labels[t]) for t in task_ids})
-
-    def mean(x: np.ndarray) -> float | None:
-        return float(x.mean()) if len(x) else None
-
     summary: dict[str, Any] = {
         "num_tasks": len(task_ids),
         "k": ks[0] if len(ks) == 1 else ks,
         "num_candidates": int(sum(len(labels[t]) for t in task_ids)),
         "swing_tasks": int(swing.sum()),
-        "pass@1": _with_ci(mean(pass1), bootstrap_ci([pass1], _mean, n_boot, seed)),
-        "oracle": _with_ci(mean(oracle), bootstrap_ci([oracle], _mean, n_boot, seed)),
+        "pass@1": _with_ci(_mean(pass1), bootstrap_ci([pass1], _mean, n_boot, seed)),
+        "oracle": _with_ci(_mean(oracle), bootstrap_ci([oracle], _mean, n_boot, seed)),
         "selectors": {},
     }
+    baseline = _Baseline(task_ids, pass1, oracle, swing)
     for name, per_task in selections.items():
-        missing = [t for t in task_ids if t not in per_task]
-        if missing:
-            raise ValueError(f"selector {name!r} has no selection for tasks {missing[:5]}")
-        scores = np.array([per_task[t].score for t in task_ids], dtype=float)
-        cost = Cost()
-        for t in task_ids:
-            cost.add(per_task[t].cost)
-        failures = [t for t in task_ids if per_task[t].failure is not None]
-        acc = mean(scores)
-        gap = gap_closed(acc, mean(pass1), mean(oracle)) if acc is not None else None
-        summary["selectors"][name] = {
-            "accuracy": _with_ci(acc, bootstrap_ci([scores], _mean, n_boot, seed)),
-            "gap_closed": _with_ci(gap, bootstrap_ci([scores, pass1, oracle], _gap, n_boot, seed)),
-            "swing_accuracy": _with_ci(
-                mean(scores[swing]), bootstrap_ci([scores[swing]], _mean, n_boot, seed)
-            ),
-            "failed_tasks": len(failures),
-            "fallback_tasks": sum(1 for t in task_ids if per_task[t].detail.get("fallback")),
-            # agreement: where the example inputs came from (prompt, tests, none), per task
-            "input_sources": dict(
-                Counter(
-                    per_task[t].detail["input_source"]
-                    for t in task_ids
-                    if "input_source" in per_task[t].detail
-                )
-            ),
-            "failure_examples": {t: per_task[t].failure for t in failures[:5]},
-            "cost": _cost_row(cost, len(task_ids)),
-        }
+        summary["selectors"][name] = _selector_row(name, per_task, baseline, n_boot, seed)
     summary["cost"] = cost_summary(summary["selectors"])
     return summary
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    """Per task (in ``task_ids`` order): pass@1, oracle (any candidate passes) and whether it
+    is a swing task (mixed labels)."""
+
+    task_ids: list[str]
+    pass1: np.ndarray
+    oracle: np.ndarray
+    swing: np.ndarray
+
+
+def _selector_row(
+    name: str, per_task: Mapping[str, Selection], baseline: _Baseline, n_boot: int, seed: int
+) -> dict[str, Any]:
+    """One selector's row of the table; ValueError when it misses a task."""
+    task_ids, swing = baseline.task_ids, baseline.swing
+    missing = [t for t in task_ids if t not in per_task]
+    if missing:
+        raise ValueError(f"selector {name!r} has no selection for tasks {missing[:5]}")
+    scores = np.array([per_task[t].score for t in task_ids], dtype=float)
+    cost = Cost()
+    for t in task_ids:
+        cost.add(per_task[t].cost)
+    failures = [t for t in task_ids if per_task[t].failure is not None]
+    acc = _mean(scores)
+    gap = (
+        gap_closed(acc, _mean(baseline.pass1), _mean(baseline.oracle)) if acc is not None else None
+    )
+    return {
+        "accuracy": _with_ci(acc, bootstrap_ci([scores], _mean, n_boot, seed)),
+        "gap_closed": _with_ci(
+            gap, bootstrap_ci([scores, baseline.pass1, baseline.oracle], _gap, n_boot, seed)
+        ),
+        "swing_accuracy": _with_ci(
+            _mean(scores[swing]), bootstrap_ci([scores[swing]], _mean, n_boot, seed)
+        ),
+        "failed_tasks": len(failures),
+        "fallback_tasks": sum(1 for t in task_ids if per_task[t].detail.get("fallback")),
+        # agreement: where the example inputs came from (prompt, tests, none), per task
+        "input_sources": dict(
+            Counter(
+                per_task[t].detail["input_source"]
+                for t in task_ids
+                if "input_source" in per_task[t].detail
+            )
+        ),
+        "failure_examples": {t: per_task[t].failure for t in failures[:5]},
+        "cost": _cost_row(cost, len(task_ids)),
+    }
 
 
 def _cost_row(cost: Cost, num_tasks: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairrl.rewards.errors import InputError
+from pairrl.errors import InputError
 
 __all__ = ["Candidate", "group_by_task", "read_candidates", "write_candidates"]
 

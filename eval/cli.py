@@ -127,8 +127,8 @@ def merge_cmd(
 
 @contextmanager
 def _input_errors() -> Iterator[None]:
-    """Unusable input (`pairrl.rewards.InputError`) as one message and exit status 2."""
-    from pairrl.rewards.errors import InputError
+    """Unusable input (`pairrl.errors.InputError`) as one message and exit status 2."""
+    from pairrl.errors import InputError
 
     try:
         yield

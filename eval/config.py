@@ -12,7 +12,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from pairrl.config import PairrlModel
+from pairrl.eval.selectors import NO_JUDGE_SELECTORS
 from pairrl.rollout.recipe import RecipeConfig
+from pairrl.rollout.schedule_registry import TOURNAMENT_SELECTORS
 
 __all__ = [
     "ALL_SELECTORS",
@@ -30,39 +32,14 @@ __all__ = [
     "WandbConfig",
 ]
 
-SelectorName = Literal[
-    "random",
-    "first",
-    "agreement",
-    "oracle",
-    "pointwise_ab",
-    "pointwise_think",
-    "all_pairs",
-    "swiss_1n",
-    "swiss_2n",
-    "swiss_3n",
-    "random_pairing_2n",
-    "better_2n",
-    "halving_2n",
-    "ladder_2n",
-    "majority",
-]
-NO_JUDGE: tuple[str, ...] = ("random", "first", "agreement", "oracle")
+NO_JUDGE: tuple[str, ...] = NO_JUDGE_SELECTORS
 # Run when named, never by default: the vote over final answers (identical programs for code).
 EXTRA_NO_JUDGE: tuple[str, ...] = ("majority",)
-JUDGE_SELECTORS: tuple[str, ...] = (
-    "pointwise_ab",
-    "pointwise_think",
-    "all_pairs",
-    "swiss_1n",
-    "swiss_2n",
-    "swiss_3n",
-    "random_pairing_2n",
-    "better_2n",
-    "halving_2n",
-    "ladder_2n",
-)
+# The pointwise judges, then every tournament selector of the schedule registry.
+JUDGE_SELECTORS: tuple[str, ...] = ("pointwise_ab", "pointwise_think", *TOURNAMENT_SELECTORS)
 ALL_SELECTORS: tuple[str, ...] = NO_JUDGE + JUDGE_SELECTORS + EXTRA_NO_JUDGE
+SelectorName = Literal[ALL_SELECTORS]  # type: ignore[valid-type]
+"""What ``selectors`` accepts: the names in ``ALL_SELECTORS``."""
 
 
 class TasksConfig(PairrlModel):

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pairrl.eval.config import JUDGE_SELECTORS
+from pairrl.eval.config import JUDGE_SELECTORS, EvalConfig
 from pairrl.eval.pipeline import EvalRun
 
 __all__ = ["GateResult", "check_run", "read_reported_selections"]
@@ -136,7 +136,7 @@ def _compare(replay: EvalRun, reported: dict[str, dict[str, dict[str, Any]]]) ->
     return reasons
 
 
-def _nothing_evaluated(cfg: Any) -> str:
+def _nothing_evaluated(cfg: EvalConfig) -> str:
     """Why no task was evaluated, in the config's own terms."""
     t, src = cfg.tasks, cfg.candidates
     chosen = f"split {t.split}, limit {t.limit}, shard {cfg.shard}"

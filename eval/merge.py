@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pairrl.errors import InputError
 from pairrl.eval.cache import StageCache
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.runner import EvalOutcome, load_run_config, regate
-from pairrl.rewards.errors import InputError
 
 __all__ = ["merge_shards"]
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from pairrl.errors import InputError
 from pairrl.eval.candidates import Candidate
-from pairrl.rewards.errors import InputError
 
 __all__ = [
     "MATCHING",

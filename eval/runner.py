@@ -59,7 +59,7 @@ def rich_progress(
 
 def load_run_config(out_dir: Path) -> EvalConfig:
     """The resolved config a run saved in its folder."""
-    from pairrl.rewards.errors import InputError
+    from pairrl.errors import InputError
 
     path = out_dir / "config.json"
     if not path.is_file():

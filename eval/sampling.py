@@ -15,9 +15,9 @@ from typing import Any
 
 from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
-from pairrl.eval.config import EvalConfig
+from pairrl.eval.config import CandidatesConfig, EvalConfig
 from pairrl.eval.run_state import Issue
-from pairrl.rewards import extract_code
+from pairrl.rewards import extract_code, is_answer_task
 
 __all__ = ["check_model_path", "sample_candidates"]
 
@@ -25,7 +25,7 @@ __all__ = ["check_model_path", "sample_candidates"]
 def check_model_path(field: str, path: str | None) -> None:
     """Raise ``InputError`` when ``path`` names a local model folder that is not there (or
     holds no ``config.json``); hub ids pass."""
-    from pairrl.rewards.errors import InputError
+    from pairrl.errors import InputError
 
     if not path:
         return
@@ -48,22 +48,10 @@ def sample_candidates(
 ) -> tuple[list[Candidate], list[Issue]]:
     """k candidates per task (in task order) and the issues found."""
     from pairrl.eval.kit import benchmark_kit
-    from pairrl.eval.models import make_sampler, model_identity
-    from pairrl.rollout.samplers import SamplingParams
+    from pairrl.eval.models import model_identity
 
     src = cfg.candidates
-    identity = model_identity(
-        src.model,
-        src.endpoint if src.source == "endpoint" else None,
-        src.served_model,
-        engine=src.engine,
-    )
-    params = SamplingParams(
-        temperature=src.sampling.temperature,
-        top_p=src.sampling.top_p,
-        max_tokens=src.sampling.max_tokens,
-        seed=src.sampling.seed,
-    )
+    identity = model_identity(src.model, _endpoint(src), src.served_model, engine=src.engine)
     cache = StageCache(cache_dir, "samples")
     kit = benchmark_kit(cfg, tasks)
     prompts = {str(t.task_id): kit.generation(t) for t in tasks}
@@ -78,34 +66,54 @@ def sample_candidates(
         first.setdefault(key, tid)
     todo = [tid for key, tid in first.items() if _needs_sampling(cache.get(key), mode)]
     if todo and mode == "compute":
-        if src.source == "model":
-            check_model_path("candidates.model", src.model)
-        sampler = make_sampler(
-            src.model,
-            src.endpoint if src.source == "endpoint" else None,
-            src.served_model,
-            src.http,
-            src.batch_size,
-            engine=src.engine,
-        )
-        advance = progress("sample", len(todo))
-        try:
-            for start in range(0, len(todo), src.batch_size):
-                chunk = todo[start : start + src.batch_size]
-                rows = sampler.generate([prompts[t] for t in chunk], src.k, params)
-                cache.put_many(
-                    (keys[t], {"completions": [_completion_entry(c) for c in row]})
-                    for t, row in zip(chunk, rows, strict=True)
-                )
-                advance(len(chunk))
-        finally:
-            close = getattr(sampler, "close", None)
-            if callable(close):
-                close()
-    from pairrl.rewards import is_answer_task
-
+        _sample_into_cache(src, {t: prompts[t] for t in todo}, keys, cache, progress)
     answers = {str(t.task_id) for t in tasks if is_answer_task(t)}
     return _from_cache(cache, keys, src.k, answers)
+
+
+def _endpoint(src: CandidatesConfig) -> str | None:
+    """The endpoint candidates are sampled from; None when they come from a model folder."""
+    return src.endpoint if src.source == "endpoint" else None
+
+
+def _sample_into_cache(
+    src: CandidatesConfig,
+    prompts: dict[str, Any],
+    keys: dict[str, str],
+    cache: StageCache,
+    progress: Callable[[str, int], Callable[[int], None]],
+) -> None:
+    """Sample ``src.k`` completions for each task of ``prompts`` (task id -> prompt), in
+    batches of ``src.batch_size``, and cache each task's under its key as its batch ends."""
+    from pairrl.eval.models import make_sampler
+    from pairrl.rollout.samplers import SamplingParams
+
+    params = SamplingParams(
+        temperature=src.sampling.temperature,
+        top_p=src.sampling.top_p,
+        max_tokens=src.sampling.max_tokens,
+        seed=src.sampling.seed,
+    )
+    if src.source == "model":
+        check_model_path("candidates.model", src.model)
+    sampler = make_sampler(
+        src.model, _endpoint(src), src.served_model, src.http, src.batch_size, engine=src.engine
+    )
+    todo = list(prompts)
+    advance = progress("sample", len(todo))
+    try:
+        for start in range(0, len(todo), src.batch_size):
+            chunk = todo[start : start + src.batch_size]
+            rows = sampler.generate([prompts[t] for t in chunk], src.k, params)
+            cache.put_many(
+                (keys[t], {"completions": [_completion_entry(c) for c in row]})
+                for t, row in zip(chunk, rows, strict=True)
+            )
+            advance(len(chunk))
+    finally:
+        close = getattr(sampler, "close", None)
+        if callable(close):
+            close()
 
 
 def _from_cache(

@@ -1,5 +1,7 @@
 """Tournament selectors (all pairs, Swiss, random pairing, the project's "better" schedule)
 over every task, in lock-step: each round of every task's tournament is one judge batch.
+Each selector is a schedule at a budget per candidate, by name in
+``pairrl.rollout.schedule_registry.TOURNAMENT_SELECTORS``.
 
 A candidate whose sampling failed takes no part: it is never shown to the judge (its
 failure is already counted by the gate's sample stage), and the tournament runs on the
@@ -20,22 +22,9 @@ from pairrl.eval.judge_cache import CachedJudge, Verdict
 from pairrl.eval.run_state import EvalRun, Issue
 from pairrl.eval.selectors import Cost, Selection
 from pairrl.rollout.lockstep import run_in_lockstep
+from pairrl.rollout.schedule_registry import TOURNAMENT_SELECTORS, get_tournament_selector
 
 __all__ = ["TOURNAMENT_SELECTORS", "TaskLedger", "cost_of", "run_tournaments"]
-
-# name -> (tournament function in pairrl.rollout.tournament, budget in multiples of N or None).
-# better_2n is the project's default schedule aimed at finding the best (sequential halving
-# that reads the ratings through a rating model); halving_2n is plain sequential halving.
-TOURNAMENT_SELECTORS: dict[str, tuple[str, int | None]] = {
-    "all_pairs": ("all_pairs_tournament", None),
-    "swiss_1n": ("swiss_tournament", 1),
-    "swiss_2n": ("swiss_tournament", 2),
-    "swiss_3n": ("swiss_tournament", 3),
-    "random_pairing_2n": ("random_pairing_tournament", 2),
-    "better_2n": ("rated_halving_tournament", 2),
-    "halving_2n": ("sequential_halving_tournament", 2),
-    "ladder_2n": ("ladder_tournament", 2),
-}
 
 
 @dataclass
@@ -113,53 +102,15 @@ def _one_task(
     ledger: TaskLedger,
     ask: Callable[[list[Any]], list[Verdict]],
 ) -> Selection:
-    import pairrl.rollout.tournament as tournament
-
-    func_name, multiple = TOURNAMENT_SELECTORS[name]
+    selector = get_tournament_selector(name)
     # candidates that exist (sampled, or from a pool); the tournament indexes into these
     usable = [i for i, c in enumerate(run.candidates[tid]) if c.error is None]
-    used: list[Verdict] = []
-    asked: Counter[tuple[int, int]] = Counter()  # earlier asks of each shown (A, B) pair
-
-    def judge_pairs(pairs: list[tuple[int, int]]) -> list[tuple[float, float] | None]:
-        # ``pairs`` come in the order the judge is shown them (the tournament flips A/B
-        # on a seeded coin), so records hold the shown order: a is Solution A.
-        shown = [(usable[a], usable[b]) for a, b in pairs]
-        occurrences = [asked[pair] for pair in shown]
-        asked.update(shown)
-        verdicts = ask(
-            [(task, sols[a], sols[b], o) for (a, b), o in zip(shown, occurrences, strict=True)]
-        )
-        out: list[tuple[float, float] | None] = []
-        for (a, b), v, occurrence in zip(shown, verdicts, occurrences, strict=True):
-            used.append(v)
-            ledger.account(name, f"pair ({a}, {b})", v)
-            ledger.records.append(
-                {
-                    "kind": "comparison",
-                    "selector": name,
-                    "task_id": tid,
-                    "a": a,
-                    "b": b,
-                    "ratings": v.values if v.ok else None,
-                    "failure": v.failure,
-                    "labels": [labels[a], labels[b]],
-                    "key": v.key,
-                    "occurrence": occurrence,
-                }
-            )
-            ok = v.ok and v.values is not None
-            out.append((v.values[0], v.values[1]) if ok else None)  # real ratings, unrounded
-        return out
-
     if not usable:
         return Selection(name, tid, None, 0.0, failure="no candidate was sampled")
-    func = getattr(tournament, func_name)
+    judge_pairs = _PairJudge(name, tid, task, sols, labels, ledger, ask, usable)
     seed = int(content_key(tid, cfg.judge.seed)[:8], 16)
-    n = len(usable)
-    budget = None if multiple is None else multiple * n
-    result = func(n, judge_pairs, budget, seed=seed)
-    cost = cost_of(used)
+    result = selector.run(len(usable), judge_pairs, seed=seed)
+    cost = cost_of(judge_pairs.used)
     mu = {usable[i]: (None if m != m else m) for i, m in enumerate(result.mu)}
     detail = {"mu": [mu.get(i) for i in range(len(sols))], "rounds": result.rounds}
     if result.winner is None:
@@ -168,3 +119,56 @@ def _one_task(
         )
     chosen = usable[result.winner]
     return Selection(name, tid, chosen, float(labels[chosen]), cost=cost, detail=detail)
+
+
+@dataclass
+class _PairJudge:
+    """One task's ``judge_pairs`` for a tournament over its ``usable`` candidates: asks the
+    judge, accounts and records every verdict, and keeps the verdicts used (its cost)."""
+
+    name: str
+    tid: str
+    task: Any
+    sols: list[str]
+    labels: list[bool]
+    ledger: TaskLedger
+    ask: Callable[[list[Any]], list[Verdict]]
+    usable: list[int]
+    used: list[Verdict] = field(default_factory=list)
+    asked: Counter[tuple[int, int]] = field(default_factory=Counter)  # earlier asks per pair
+
+    def __call__(self, pairs: list[tuple[int, int]]) -> list[tuple[float, float] | None]:
+        """Ratings per pair (real, unrounded), or None for a failed comparison."""
+        # ``pairs`` come in the order the judge is shown them (the tournament flips A/B
+        # on a seeded coin), so records hold the shown order: a is Solution A.
+        shown = [(self.usable[a], self.usable[b]) for a, b in pairs]
+        occurrences = [self.asked[pair] for pair in shown]
+        self.asked.update(shown)
+        verdicts = self.ask(
+            [
+                (self.task, self.sols[a], self.sols[b], o)
+                for (a, b), o in zip(shown, occurrences, strict=True)
+            ]
+        )
+        out: list[tuple[float, float] | None] = []
+        for (a, b), v, occurrence in zip(shown, verdicts, occurrences, strict=True):
+            self.used.append(v)
+            self.ledger.account(self.name, f"pair ({a}, {b})", v)
+            self.ledger.records.append(self._record(a, b, v, occurrence))
+            ok = v.ok and v.values is not None
+            out.append((v.values[0], v.values[1]) if ok else None)
+        return out
+
+    def _record(self, a: int, b: int, v: Verdict, occurrence: int) -> dict[str, Any]:
+        return {
+            "kind": "comparison",
+            "selector": self.name,
+            "task_id": self.tid,
+            "a": a,
+            "b": b,
+            "ratings": v.values if v.ok else None,
+            "failure": v.failure,
+            "labels": [self.labels[a], self.labels[b]],
+            "key": v.key,
+            "occurrence": occurrence,
+        }

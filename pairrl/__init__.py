@@ -1,7 +1,7 @@
 """pairrl: train language models to write solutions and judge them in pairs (PairRL), pick
 the best of k candidates with a pairwise tournament, and benchmark that selection.
 
-The design card's top-level folders install as subpackages of this one namespace:
+The repository's top-level folders install as subpackages of this one namespace:
 ``pairrl.rewards`` (sandboxed execution, rewards, rating parsing; no torch),
 ``pairrl.rollout`` (samplers, prompts, judges, training pairs, tournaments),
 ``pairrl.train`` (PairRL on TRL's GRPOTrainer), ``pairrl.eval`` (the selection

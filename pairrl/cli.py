@@ -4,7 +4,7 @@ Subcommands live in the package that owns them (`pairrl execute` in rewards, `pa
 in train, `pairrl eval` in eval, ...) and plug in through the `pairrl.commands` entry-point
 group, so this module never imports train or eval by name. A subcommand whose module fails
 to import is still listed, and says why when invoked, instead of breaking the whole CLI.
-Unusable input (``pairrl.rewards.InputError``) ends any command with its message and exit
+Unusable input (``pairrl.errors.InputError``) ends any command with its message and exit
 status 2, without a traceback.
 """
 
@@ -124,12 +124,10 @@ def _add_broken_command(root: typer.Typer, name: str, target: str, err: Exceptio
 
 def main() -> None:
     """Console-script entry point. Input a user supplied that cannot be used (a missing
-    file, an unreadable row: ``pairrl.rewards.InputError``) ends any command with its
+    file, an unreadable row: ``pairrl.errors.InputError``) ends any command with its
     message and exit status 2, never a traceback."""
-    from pairrl.memory import reuse_freed_memory
-    from pairrl.rewards.errors import InputError
+    from pairrl.errors import InputError
 
-    reuse_freed_memory()  # before any tensor: CPU steps reuse memory instead of faulting it in
     _register_plugins(app)
     try:
         app(prog_name="pairrl")

@@ -3,6 +3,7 @@
 No torch here, ever: this package must import on a machine without it.
 """
 
+from pairrl.errors import InputError
 from pairrl.rewards.answers import (
     MathOutcome,
     TaskLabeller,
@@ -14,7 +15,6 @@ from pairrl.rewards.answers import (
 )
 from pairrl.rewards.code_extract import extract_code
 from pairrl.rewards.correctness import CorrectnessOutcome, correctness_reward
-from pairrl.rewards.errors import InputError
 from pairrl.rewards.executor import Executor
 from pairrl.rewards.plain_data import OpaqueValue
 from pairrl.rewards.ratings import (

@@ -23,7 +23,7 @@ EXPECTED_ROW = "a JSON object {task_id, candidate_id, code} (math: text instead 
 def read_candidates(path: Path, tasks_by_id: dict[str, object]) -> list[ExecJob]:
     """Read ``{task_id, candidate_id, code}`` JSONL (math candidates: ``text``, the
     completion); a missing file, an unknown task or a bad row is an ``InputError``."""
-    from pairrl.rewards.errors import InputError
+    from pairrl.errors import InputError
     from pairrl.rewards.results import ExecJob
 
     if not path.is_file():
@@ -74,7 +74,7 @@ def execute_cmd(
     """Run every candidate against its task's hidden tests; exit 0 when all were judged."""
     from collections import Counter
 
-    from pairrl.rewards.errors import InputError
+    from pairrl.errors import InputError
     from pairrl.rewards.task_datasets import load_task_source
 
     if isolation not in ("bwrap", "process"):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pairrl.rewards.errors import InputError
+from pairrl.errors import InputError
 from pairrl.rewards.task_loaders import load_tasks, rows_to_tasks
 from pairrl.rewards.tasks import Task
 

@@ -27,8 +27,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pairrl.errors import InputError
 from pairrl.rewards.answers import answer_task
-from pairrl.rewards.errors import InputError
 from pairrl.rewards.evalplus_compat import oracle_for, restore_mbpp_inputs
 from pairrl.rewards.tasks import AssertTests, IOTests, StdioTests, Task, prompt_helpers
 
@@ -252,3 +252,20 @@ def rows_to_tasks(
 def load_tasks(path: str | Path, columns: dict[str, str] | None = None) -> list[Task]:
     """Load every task in ``path`` (format detected by content; ``columns``: see above)."""
     return rows_to_tasks(_read_rows(Path(path)), str(path), columns)
+
+
+def deepcoder_row_to_task(row: dict[str, Any], task_id: str) -> Task:
+    """One DeepCoder (``agentica-org/DeepCoder-Preview-Dataset``) row, ``problem`` and a JSON
+    ``tests`` list, to a stdio Task; raises ValueError when its tests are not stdin/stdout
+    (e.g. LiveCodeBench functional tests without an entry point)."""
+    tests = row.get("tests")
+    if isinstance(tests, str):
+        tests = json.loads(tests)
+    if not isinstance(tests, list) or not tests:
+        raise ValueError("no tests")
+    cases = []
+    for case in tests:
+        if case.get("testtype", "stdin") not in ("stdin", "stdin_stdout"):
+            raise ValueError(f"test type {case.get('testtype')!r} is not stdin/stdout")
+        cases.append({"input": case["input"], "output": case["output"]})
+    return row_to_task({"task_id": task_id, "prompt": row["problem"], "tests": cases})

@@ -1,6 +1,6 @@
 """Training pairs for pairwise verification, from one problem's labelled candidates.
 
-Rules (DESIGN.md, "Facts from the paper"):
+Rules (docs/design.md, "Facts from the paper"):
 
 * only correct-incorrect and correct-correct pairs; incorrect-incorrect pairs are never
   built (they teach the "empty solution loop");

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from pairrl.errors import InputError
 from pairrl.rewards.answers import is_answer_task
-from pairrl.rewards.errors import InputError
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.pairs import PairPlan, build_training_pairs
 from pairrl.rollout.prompts import (

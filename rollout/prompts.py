@@ -1,7 +1,7 @@
 """Prompt builders (generation, pairwise and pointwise judging) and the thinking budget.
 
 Every builder returns chat messages; the sampler applies the model's chat template.
-Wording follows the paper's description (see DESIGN.md, "Facts from the paper"): the
+Wording follows the paper's description (see docs/design.md, "Facts from the paper"): the
 pairwise code reviewer traces both solutions on test cases including edge cases, prefers
 the more robust one when both look correct, reasons first and ends with
 ``<rating_A>k</rating_A>`` and ``<rating_B>k</rating_B>`` (10 correct and robust, 5

@@ -5,13 +5,15 @@ Candidates come from a JSONL file (one per row: a JSON string, or an object with
 files given as arguments (one candidate per file). The judge is a local model
 (``--judge-model``, HF transformers) or an OpenAI-compatible server (``--endpoint``).
 The judge model runs on transformers or, with ``--engine vllm``, on an in-process vLLM
-engine. Read-outs: ``sampled`` (parse the rating tags the judge writes), ``expected``
-(expectation over the ten rating tokens where it writes them) and ``forced`` (no
-reasoning: the answer is forced to open with ``<rating_A>`` and both ratings are read as
-expectations, B's after A's rounded rating). The output is the ranking with mu and mean
-rating, the comparisons made, and every failed comparison with its reason. With no
-successful comparison there is no winner and no ranking: the command counts the failures
-by reason and exits with status 1, never printing a table made of failures.
+engine. ``--schedule`` takes the names of ``pairrl.rollout.schedule_registry.SCHEDULES``
+(default ``swiss``, budget 2N comparisons). Read-outs: ``sampled`` (parse the rating tags
+the judge writes), ``expected`` (expectation over the ten rating tokens where it writes
+them) and ``forced`` (no reasoning: the answer is forced to open with ``<rating_A>`` and
+both ratings are read as expectations, B's after A's rounded rating). The output is the
+ranking with mu and mean rating, the comparisons made, and every failed comparison with
+its reason. With no successful comparison there is no winner and no ranking: the command
+counts the failures by reason and exits with status 1, never printing a table made of
+failures.
 """
 
 from __future__ import annotations
@@ -23,17 +25,14 @@ from typing import Any
 
 import typer
 
-SCHEDULES: tuple[str, ...] = ("swiss", "rated-halving", "halving", "ladder", "all-pairs", "random")
+from pairrl.rollout.schedule_registry import SCHEDULES, get_schedule
+
 SELECT_READOUTS: tuple[str, ...] = ("sampled", "expected", "forced")
 ENGINES: tuple[str, ...] = ("hf", "vllm")
-_TOURNAMENT_FUNCTIONS = {
-    "swiss": "swiss_tournament",
-    "rated-halving": "rated_halving_tournament",  # ours, the default "better" schedule
-    "halving": "sequential_halving_tournament",
-    "ladder": "ladder_tournament",
-    "all-pairs": "all_pairs_tournament",
-    "random": "random_pairing_tournament",
-}
+DEFAULT_BUDGET_PER_CANDIDATE = 2
+"""Comparisons per candidate when ``--budget`` is not given."""
+SCHEDULE_METAVAR = "[" + "|".join(SCHEDULES) + "]"
+"""``--schedule``'s choices as ``--help`` shows them: the registry's names."""
 _TEXT_KEYS = ("text", "completion", "solution", "code")
 
 
@@ -118,18 +117,18 @@ def run_selection(
     domain: str,
     seed: int,
 ) -> tuple[Any, Any]:
-    """Run the tournament; returns (TournamentResult, TournamentJudge with failure reasons)."""
-    from pairrl.rollout import tournament
+    """Run the schedule called ``schedule`` (a key of ``SCHEDULES``; default budget 2N);
+    returns (TournamentResult, TournamentJudge with failure reasons)."""
     from pairrl.rollout.judges import TournamentJudge
     from pairrl.rollout.prompts import solution_for_judge
 
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule {schedule!r} unknown; allowed: {list(SCHEDULES)}")
+    run = get_schedule(schedule)
     shown = [solution_for_judge(c.text, domain) for c in candidates]  # type: ignore[arg-type]
     judge_pairs = TournamentJudge(judge, problem, shown)
-    run = getattr(tournament, _TOURNAMENT_FUNCTIONS[schedule])
     n = len(candidates)
-    result = run(n, judge_pairs, 2 * n if budget is None else budget, seed=seed)
+    if budget is None:
+        budget = DEFAULT_BUDGET_PER_CANDIDATE * n
+    result = run(n, judge_pairs, budget, seed=seed)
     return result, judge_pairs
 
 
@@ -230,43 +229,49 @@ def _endpoint_model(base_url: str, timeout: float) -> str:
         ) from exc
 
 
+_HELP = {
+    "candidates": "JSONL of candidates (string, or object with text/completion/solution/code "
+    "and id).",
+    "endpoint": "OpenAI-compatible base URL, e.g. http://host:8000/v1.",
+    "served_model": "Model name at --endpoint (default: its first).",
+    "schedule": "Tournament schedule: swiss is the paper's, rated_halving the project's "
+    '"better" one.',
+    "readout": "sampled (parse tags), expected (rating-token probabilities where the judge "
+    "writes them) or forced (no reasoning: tags forced at once, read as expectations).",
+    "think_tokens": "Thinking budget, then </think> is forced.",
+    "min_rating_mass": "expected/forced: fail a rating whose tokens hold less next-token mass "
+    "than this.",
+}
+
+
+def schedule_name(value: str) -> str:
+    """``--schedule``'s value, a key of ``SCHEDULES``; any other value is a usage error
+    naming the allowed names."""
+    if value not in SCHEDULES:
+        raise typer.BadParameter(f"{value!r}; allowed: {', '.join(SCHEDULES)}")
+    return value
+
+
 def select_cmd(
     candidate_files: list[Path] = typer.Argument(None, help="Files, one candidate each."),
-    candidates_jsonl: Path | None = typer.Option(
-        None,
-        "--candidates",
-        help="JSONL of candidates (string, or object with text/completion/solution/code and id).",
-    ),
+    candidates_jsonl: Path | None = typer.Option(None, "--candidates", help=_HELP["candidates"]),
     problem: str | None = typer.Option(None, help="The problem statement."),
     problem_file: Path | None = typer.Option(None, help="File holding the problem statement."),
     judge_model: str | None = typer.Option(None, help="Local HF model folder used as judge."),
-    endpoint: str | None = typer.Option(
-        None, help="OpenAI-compatible base URL, e.g. http://host:8000/v1."
+    endpoint: str | None = typer.Option(None, help=_HELP["endpoint"]),
+    served_model: str | None = typer.Option(None, help=_HELP["served_model"]),
+    schedule: str = typer.Option(
+        "swiss", parser=schedule_name, metavar=SCHEDULE_METAVAR, help=_HELP["schedule"]
     ),
-    served_model: str | None = typer.Option(
-        None, help="Model name at --endpoint (default: its first)."
-    ),
-    schedule: str = typer.Option("swiss", help=f"One of {', '.join(SCHEDULES)}."),
     budget: int | None = typer.Option(None, min=0, help="Comparisons allowed (default 2N)."),
     domain: str = typer.Option("code", help="code or math."),
-    readout: str = typer.Option(
-        "sampled",
-        help="sampled (parse tags), expected (rating-token probabilities where the judge "
-        "writes them) or forced (no reasoning: tags forced at once, read as expectations).",
-    ),
+    readout: str = typer.Option("sampled", help=_HELP["readout"]),
     engine: str = typer.Option("hf", help="Engine for --judge-model: hf or vllm."),
     temperature: float = typer.Option(0.6, min=0.0, max=10.0),
     top_p: float = typer.Option(0.95, min=0.0, max=1.0),
     max_tokens: int = typer.Option(4096, min=1, help="Judge tokens per comparison."),
-    think_tokens: int | None = typer.Option(
-        None, min=1, help="Thinking budget, then </think> is forced."
-    ),
-    min_rating_mass: float = typer.Option(
-        0.5,
-        min=0.0,
-        max=1.0,
-        help="expected/forced: fail a rating whose tokens hold less next-token mass than this.",
-    ),
+    think_tokens: int | None = typer.Option(None, min=1, help=_HELP["think_tokens"]),
+    min_rating_mass: float = typer.Option(0.5, min=0.0, max=1.0, help=_HELP["min_rating_mass"]),
     seed: int = typer.Option(0, help="Seed for the schedule and the judge's sampling."),
     connect_timeout: float = typer.Option(5.0, min=0.001),
     read_timeout: float = typer.Option(600.0, min=0.001),
@@ -274,62 +279,17 @@ def select_cmd(
     device: str | None = typer.Option(None, help="cpu or cuda for --judge-model."),
 ) -> None:
     """Rank candidates for one problem with a pairwise judge (Swiss or another schedule)."""
-    from pairrl.rollout.judges import PairwiseJudge
-    from pairrl.rollout.prompts import DOMAINS
-    from pairrl.rollout.samplers.base import SamplingParams
-
-    if (judge_model is None) == (endpoint is None):
-        raise typer.BadParameter("give exactly one of --judge-model and --endpoint")
-    if (problem is None) == (problem_file is None):
-        raise typer.BadParameter("give exactly one of --problem and --problem-file")
-    for name, value, allowed in (
-        ("--schedule", schedule, SCHEDULES),
-        ("--domain", domain, DOMAINS),
-        ("--readout", readout, SELECT_READOUTS),
-        ("--engine", engine, ENGINES),
-    ):
-        if value not in allowed:
-            raise typer.BadParameter(f"{value!r}; allowed: {', '.join(allowed)}", param_hint=name)
-    try:
-        candidates = load_candidates(candidates_jsonl, list(candidate_files or []))
-    except CandidateError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    if not candidates:
-        raise typer.BadParameter("no candidates: give --candidates FILE.jsonl and/or files")
+    _check_arguments(judge_model, endpoint, problem, problem_file, domain, readout, engine)
+    candidates = _read_candidates(candidates_jsonl, list(candidate_files or []))
     problem_text = problem if problem is not None else problem_file.read_text(encoding="utf-8")  # type: ignore[union-attr]
-    try:
-        sampling = SamplingParams(
-            temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
-        )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+    sampling = _sampling(temperature, top_p, max_tokens, seed)
     if endpoint is not None:
-        from pairrl.rollout.samplers.openai_http import OpenAISampler
-
-        model_name = served_model or _endpoint_model(endpoint, connect_timeout)
-        sampler: Any = OpenAISampler(
-            endpoint, model_name, connect_timeout, read_timeout, max_retries
+        sampler = _endpoint_sampler(
+            endpoint, served_model, connect_timeout, read_timeout, max_retries
         )
-    elif engine == "vllm":
-        from pairrl.rollout.samplers.vllm import VLLMSampler
-
-        sampler = VLLMSampler(judge_model)  # type: ignore[arg-type]
     else:
-        from pairrl.rollout.samplers.hf import HFSampler
-
-        sampler = HFSampler.from_pretrained(judge_model, device=device)  # type: ignore[arg-type]
-    judge: Any
-    if readout == "forced":
-        judge = ForcedPairwiseJudge(sampler, domain, sampling, min_rating_mass)
-    else:
-        judge = PairwiseJudge(
-            sampler,
-            domain=domain,
-            readout=readout,  # type: ignore[arg-type]
-            sampling=sampling,
-            think_tokens=think_tokens,  # type: ignore[arg-type]
-            min_rating_mass=min_rating_mass,
-        )
+        sampler = _local_sampler(judge_model, engine, device)  # type: ignore[arg-type]
+    judge = _make_judge(sampler, readout, domain, sampling, think_tokens, min_rating_mass)
     result, judge_pairs = run_selection(
         judge, problem_text, candidates, schedule=schedule, budget=budget, domain=domain, seed=seed
     )
@@ -337,6 +297,98 @@ def select_cmd(
     _print_usage(sampler)
     if result.winner is None:
         raise typer.Exit(1)
+
+
+def _check_arguments(
+    judge_model: str | None,
+    endpoint: str | None,
+    problem: str | None,
+    problem_file: Path | None,
+    domain: str,
+    readout: str,
+    engine: str,
+) -> None:
+    """Usage errors, before anything is read or loaded."""
+    from pairrl.rollout.prompts import DOMAINS
+
+    if (judge_model is None) == (endpoint is None):
+        raise typer.BadParameter("give exactly one of --judge-model and --endpoint")
+    if (problem is None) == (problem_file is None):
+        raise typer.BadParameter("give exactly one of --problem and --problem-file")
+    for name, value, allowed in (
+        ("--domain", domain, DOMAINS),
+        ("--readout", readout, SELECT_READOUTS),
+        ("--engine", engine, ENGINES),
+    ):
+        if value not in allowed:
+            raise typer.BadParameter(f"{value!r}; allowed: {', '.join(allowed)}", param_hint=name)
+
+
+def _read_candidates(jsonl: Path | None, files: list[Path]) -> list[Candidate]:
+    try:
+        candidates = load_candidates(jsonl, files)
+    except CandidateError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if not candidates:
+        raise typer.BadParameter("no candidates: give --candidates FILE.jsonl and/or files")
+    return candidates
+
+
+def _sampling(temperature: float, top_p: float, max_tokens: int, seed: int) -> Any:
+    from pairrl.rollout.samplers.base import SamplingParams
+
+    try:
+        return SamplingParams(
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+def _endpoint_sampler(
+    endpoint: str,
+    served_model: str | None,
+    connect_timeout: float,
+    read_timeout: float,
+    max_retries: int,
+) -> Any:
+    from pairrl.rollout.samplers.openai_http import OpenAISampler
+
+    model_name = served_model or _endpoint_model(endpoint, connect_timeout)
+    return OpenAISampler(endpoint, model_name, connect_timeout, read_timeout, max_retries)
+
+
+def _local_sampler(judge_model: str, engine: str, device: str | None) -> Any:
+    if engine == "vllm":
+        from pairrl.rollout.samplers.vllm import VLLMSampler
+
+        return VLLMSampler(judge_model)
+    from pairrl.rollout.samplers.hf import HFSampler
+
+    return HFSampler.from_pretrained(judge_model, device=device)
+
+
+def _make_judge(
+    sampler: Any,
+    readout: str,
+    domain: str,
+    sampling: Any,
+    think_tokens: int | None,
+    min_rating_mass: float,
+) -> Any:
+    """The pairwise judge for ``readout`` (forced: ``ForcedPairwiseJudge``)."""
+    from pairrl.rollout.judges import PairwiseJudge
+
+    if readout == "forced":
+        return ForcedPairwiseJudge(sampler, domain, sampling, min_rating_mass)
+    return PairwiseJudge(
+        sampler,
+        domain=domain,  # type: ignore[arg-type]
+        readout=readout,  # type: ignore[arg-type]
+        sampling=sampling,
+        think_tokens=think_tokens,  # type: ignore[arg-type]
+        min_rating_mass=min_rating_mass,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -133,37 +133,38 @@ def _chat_choice(
     return choice
 
 
-def create_app(sampler: Any, model_name: str, default_max_tokens: int = 16) -> Any:
-    """The FastAPI app serving ``sampler`` (an HFSampler) under ``model_name``."""
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+class _ServedSampler:
+    """The sampler behind the app under its served name: one request at a time, errors as
+    the OpenAI API reports them."""
 
-    app = FastAPI(title="pairrl test server")
-    lock = threading.Lock()  # one model, one request at a time
+    def __init__(self, sampler: Any, model_name: str, default_max_tokens: int) -> None:
+        self.sampler = sampler
+        self.model_name = model_name
+        self.default_max_tokens = default_max_tokens
+        self.lock = threading.Lock()  # one model, one request at a time
 
-    def decode(token_id: int) -> str:
-        return sampler.tokenizer.decode([token_id], skip_special_tokens=False)
+    def decode(self, token_id: int) -> str:
+        """One token's text, special tokens kept."""
+        return self.sampler.tokenizer.decode([token_id], skip_special_tokens=False)
 
-    @app.exception_handler(_Rejected)
-    async def _rejected(_: Request, exc: _Rejected) -> JSONResponse:
-        body = {"error": {"message": str(exc), "type": "invalid_request_error", "code": 400}}
-        return JSONResponse(status_code=400, content=body)
-
-    def run(prompts: list[Prompt], req: _Request, max_tokens: int | None, top: int) -> list:
-        if req.model != model_name:
-            raise _Rejected(f"model {req.model!r} is not served; available: {model_name!r}")
+    def run(
+        self, prompts: list[Prompt], req: _Request, max_tokens: int | None, top: int
+    ) -> list[list[Completion]]:
+        """``req.n`` completions per prompt; a request the sampler refuses is `_Rejected`."""
+        if req.model != self.model_name:
+            raise _Rejected(f"model {req.model!r} is not served; available: {self.model_name!r}")
         params = SamplingParams(
             temperature=req.temperature,
             top_p=req.top_p,
-            max_tokens=max_tokens or default_max_tokens,
+            max_tokens=max_tokens or self.default_max_tokens,
             stop=req.stops(),
             seed=req.seed,
             top_logprobs=top,
         )
-        with lock:
+        with self.lock:
             # the request's seed is its prompts' seed, as on vLLM's server
             seeds = None if req.seed is None else [req.seed] * len(prompts)
-            rows = sampler.generate(prompts, req.n, params, seeds=seeds)
+            rows = self.sampler.generate(prompts, req.n, params, seeds=seeds)
         for row in rows:
             for c in row:
                 if c.error is not None:
@@ -172,14 +173,17 @@ def create_app(sampler: Any, model_name: str, default_max_tokens: int = 16) -> A
                     raise RuntimeError(str(c.error))
         return rows
 
-    def envelope(kind: str, choices: list[dict], prompts: list[Prompt], rows: list) -> dict:
-        prompt_tokens = sum(len(sampler.encode(p)) for p in prompts)
+    def envelope(
+        self, kind: str, choices: list[dict], prompts: list[Prompt], rows: list[list[Completion]]
+    ) -> dict:
+        """The response body around ``choices``, with its id and token usage."""
+        prompt_tokens = sum(len(self.sampler.encode(p)) for p in prompts)
         completion_tokens = sum(len(c.token_ids) for row in rows for c in row)
         return {
             "id": f"{kind}-{uuid.uuid4().hex}",
             "object": kind,
             "created": int(time.time()),
-            "model": model_name,
+            "model": self.model_name,
             "choices": choices,
             "usage": {
                 "prompt_tokens": prompt_tokens,
@@ -188,6 +192,33 @@ def create_app(sampler: Any, model_name: str, default_max_tokens: int = 16) -> A
             },
         }
 
+
+def _check_continuation(req: ChatRequest) -> None:
+    """`_Rejected` unless the request continues its final message exactly when that is an
+    assistant message, without a generation prompt."""
+    last_is_assistant = req.messages[-1].role == "assistant"
+    if req.continue_final_message != last_is_assistant:
+        raise _Rejected(
+            "this server continues the final message exactly when it is an assistant "
+            "message: set continue_final_message accordingly"
+        )
+    if req.continue_final_message and req.add_generation_prompt:
+        raise _Rejected("continue_final_message needs add_generation_prompt=false")
+
+
+def create_app(sampler: Any, model_name: str, default_max_tokens: int = 16) -> Any:
+    """The FastAPI app serving ``sampler`` (an HFSampler) under ``model_name``."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    app = FastAPI(title="pairrl test server")
+    served = _ServedSampler(sampler, model_name, default_max_tokens)
+
+    @app.exception_handler(_Rejected)
+    async def _rejected(_: Request, exc: _Rejected) -> JSONResponse:
+        body = {"error": {"message": str(exc), "type": "invalid_request_error", "code": 400}}
+        return JSONResponse(status_code=400, content=body)
+
     @app.get("/v1/models")
     def models() -> dict:
         return {"object": "list", "data": [{"id": model_name, "object": "model"}]}
@@ -195,32 +226,25 @@ def create_app(sampler: Any, model_name: str, default_max_tokens: int = 16) -> A
     @app.post("/v1/completions")
     def completions(req: CompletionRequest) -> dict:
         prompts: list[Prompt] = [req.prompt] if isinstance(req.prompt, str) else list(req.prompt)
-        rows = run(prompts, req, req.max_tokens, req.logprobs or 0)
+        rows = served.run(prompts, req, req.max_tokens, req.logprobs or 0)
         choices = [
-            _completion_choice(i * req.n + j, c, req.logprobs, req.return_token_ids, decode)
+            _completion_choice(i * req.n + j, c, req.logprobs, req.return_token_ids, served.decode)
             for i, row in enumerate(rows)
             for j, c in enumerate(row)
         ]
-        return envelope("text_completion", choices, prompts, rows)
+        return served.envelope("text_completion", choices, prompts, rows)
 
     @app.post("/v1/chat/completions")
     def chat(req: ChatRequest) -> dict:
+        _check_continuation(req)
         messages = [m.model_dump() for m in req.messages]
-        last_is_assistant = messages[-1]["role"] == "assistant"
-        if req.continue_final_message != last_is_assistant:
-            raise _Rejected(
-                "this server continues the final message exactly when it is an assistant "
-                "message: set continue_final_message accordingly"
-            )
-        if req.continue_final_message and req.add_generation_prompt:
-            raise _Rejected("continue_final_message needs add_generation_prompt=false")
         top = (req.top_logprobs or 0) if req.logprobs else 0
-        rows = run([messages], req, req.max_completion_tokens or req.max_tokens, top)
+        rows = served.run([messages], req, req.max_completion_tokens or req.max_tokens, top)
         choices = [
-            _chat_choice(j, c, req.logprobs, req.return_token_ids, decode)
+            _chat_choice(j, c, req.logprobs, req.return_token_ids, served.decode)
             for j, c in enumerate(rows[0])
         ]
-        return envelope("chat.completion", choices, [messages], rows)
+        return served.envelope("chat.completion", choices, [messages], rows)
 
     return app
 

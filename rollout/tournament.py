@@ -1,6 +1,7 @@
 """Pairwise selection tournaments: pick the best of N candidates with a pairwise judge.
 
-Entry points (one signature, so callers and ablations can swap them):
+Entry points (one signature, so callers and ablations can swap them; by name in
+``pairrl.rollout.schedule_registry``):
 
     swiss_tournament(num_candidates, judge_pairs, budget, *, d_min=2, window=8, tau=0.1, seed=0)
     random_pairing_tournament(...)   # same signature, random disjoint pairs each round
@@ -51,7 +52,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
 
 from pairrl.rollout.aggregation import (
     RATING_MAX,
@@ -81,7 +81,6 @@ from pairrl.rollout.strengths import margin_strengths, rating_strengths
 __all__ = [
     "RATING_MAX",
     "RATING_MIN",
-    "SCHEDULES",
     "Comparison",
     "JudgePairs",
     "TournamentResult",
@@ -112,11 +111,12 @@ def swiss_tournament(
     tau: float = 0.1,
     seed: int = 0,
 ) -> TournamentResult:
-    """The paper's Swiss schedule (see DESIGN.md): phase 1 gives every candidate ``d_min``
-    successful comparisons (a random disjoint pairing, then lowest-degree candidates meet
-    the unseen partner of closest mu); phase 2 pairs candidates in mu order with the
-    closest-mu partner among the next ``window``, preferring unseen pairs, until ``budget``
-    comparisons have been sent. Winner: argmax mu, ties by mean rating, then index.
+    """The paper's Swiss schedule (docs/design.md, section "Swiss schedule"): phase 1
+    gives every candidate ``d_min`` successful comparisons (a random disjoint pairing, then
+    lowest-degree candidates meet the unseen partner of closest mu); phase 2 pairs
+    candidates in mu order with the closest-mu partner among the next ``window``,
+    preferring unseen pairs, until ``budget`` comparisons have been sent. Winner: argmax
+    mu, ties by mean rating, then index.
 
     Failures: phase 1 stops asking for a candidate's ``d_min`` successes once it has
     ``d_min`` failed attempts, and a candidate with no success after ``max(d_min, 1)``
@@ -334,14 +334,3 @@ def ladder_tournament(
         led.schedule_mean_rating(),
     )
     return led.result("ladder", ranking=ranking)
-
-
-SCHEDULES: dict[str, Callable[..., TournamentResult]] = {
-    "swiss": swiss_tournament,
-    "sequential_halving": sequential_halving_tournament,
-    "rated_halving": rated_halving_tournament,
-    "ladder": ladder_tournament,
-    "random_pairing": random_pairing_tournament,
-    "all_pairs": all_pairs_tournament,
-}
-"""Tournaments by name (for CLIs and benchmarks); all share one signature."""

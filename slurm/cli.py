@@ -1,8 +1,8 @@
 """`pairrl slurm render|submit`: write sbatch scripts for training or evaluation, review, submit.
 
     pairrl slurm render configs/qwen3_4b_deepcoder.yaml --nodes 4 --gpus-per-node 8 \\
-        --accelerate-config configs/accelerate/zero3.yaml --dry-run
-    pairrl slurm submit configs/eval.yaml --shards 8
+        --accelerate-config configs/accelerate/deepspeed_zero3.yaml --dry-run
+    pairrl slurm submit configs/eval_endpoint_mbpp.yaml --shards 8
 
 The config's `kind` (train or eval) decides which job is rendered.
 
@@ -12,17 +12,19 @@ RUN_DIR/slurm unless --dry-run); `submit` writes them and runs those commands.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import shlex
 import subprocess
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
-    from pairrl.slurm.render import RenderedJob
+    from pairrl.slurm.render import EvalJobSpec, RenderedJob, TrainJobSpec
 
 __all__ = ["register"]
 
@@ -32,142 +34,172 @@ slurm_app = typer.Typer(
 )
 
 
-def _command(
+# The defaults of `_Options` are typer's option declarations, read once from its signature.
+# ruff: noqa: RUF009
+@dataclass(frozen=True)
+class _Options:
+    """The options of `render` and `submit`, in the order help lists them.
+
+    Each default is the typer parameter that declares the option: `_bind` hands this
+    class's signature to typer, and typer passes every field when it calls the command.
+    """
+
     config: Path = typer.Argument(
         ..., help="Training (kind: train) or evaluation (kind: eval) YAML."
-    ),
+    )
     nodes: int = typer.Option(
         2, min=1, help="Training nodes in all; with >= 2 the last serves vLLM."
-    ),
-    gpus_per_node: int = typer.Option(0, min=0, help="GPUs per node (0 on CPU clusters)."),
+    )
+    gpus_per_node: int = typer.Option(0, min=0, help="GPUs per node (0 on CPU clusters).")
     processes_per_node: int | None = typer.Option(
         None, min=1, help="Trainer processes per node; default: GPUs per node."
-    ),
+    )
     accelerate_config: Path | None = typer.Option(
         None, help="configs/accelerate/*.yaml; required for --nodes >= 2."
-    ),
-    cpus_per_task: int = typer.Option(8, min=1, help="CPU cores per node."),
-    mem: str | None = typer.Option(None, help="Memory per node, e.g. 200G."),
+    )
+    cpus_per_task: int = typer.Option(8, min=1, help="CPU cores per node.")
+    mem: str | None = typer.Option(None, help="Memory per node, e.g. 200G.")
     time: str = typer.Option(
         "24:00:00", help="Time limit per (re)start; the job requeues itself at the limit."
-    ),
-    partition: str | None = typer.Option(None, help="Slurm partition."),
-    account: str | None = typer.Option(None, help="Slurm account."),
-    qos: str | None = typer.Option(None, help="Slurm QOS."),
-    job_name: str | None = typer.Option(None, help="Job name; default pairrl-<job>-<config name>."),
+    )
+    partition: str | None = typer.Option(None, help="Slurm partition.")
+    account: str | None = typer.Option(None, help="Slurm account.")
+    qos: str | None = typer.Option(None, help="Slurm QOS.")
+    job_name: str | None = typer.Option(None, help="Job name; default pairrl-<job>-<config name>.")
     run_dir: Path | None = typer.Option(
         None, help="Logs and scripts go here; default runs/slurm/<config name>."
-    ),
+    )
     vllm_model: str | None = typer.Option(
         None, help="Model for the vLLM server; default: the config's model."
-    ),
-    vllm_tp: int = typer.Option(1, min=1, help="Tensor-parallel size of the vLLM server."),
-    vllm_port: int = typer.Option(8000, help="vLLM server port."),
-    rdzv_port: int = typer.Option(29500, help="Rendezvous port on the first training node."),
+    )
+    vllm_tp: int = typer.Option(1, min=1, help="Tensor-parallel size of the vLLM server.")
+    vllm_port: int = typer.Option(8000, help="vLLM server port.")
+    rdzv_port: int = typer.Option(29500, help="Rendezvous port on the first training node.")
     signal_lead_s: int = typer.Option(
         300, help="Checkpoint and requeue this many seconds before the time limit."
-    ),
-    nccl_socket_ifname: str | None = typer.Option(None, help="NCCL_SOCKET_IFNAME, e.g. ib0."),
+    )
+    nccl_socket_ifname: str | None = typer.Option(None, help="NCCL_SOCKET_IFNAME, e.g. ib0.")
     train_out: Path | None = typer.Option(
         None, help="Trainer run folder (--out); default: the config's."
-    ),
+    )
     overrides: list[str] = typer.Option(
         [], "--set", help="key.path=value, passed on to `pairrl train`."
-    ),
+    )
     sbatch_arg: list[str] = typer.Option(
         [], help="Extra #SBATCH option, e.g. --sbatch-arg=--constraint=h100."
-    ),
-    shards: int = typer.Option(4, min=1, help="Evaluation shards (array tasks)."),
-    max_parallel: int | None = typer.Option(None, min=1, help="At most this many shards at once."),
+    )
+    shards: int = typer.Option(4, min=1, help="Evaluation shards (array tasks).")
+    max_parallel: int | None = typer.Option(None, min=1, help="At most this many shards at once.")
     out: Path | None = typer.Option(
         None, help="Evaluation output folder; default: the eval config's out_dir."
-    ),
-    eval_arg: list[str] = typer.Option([], help="Extra argument for every `pairrl eval` shard."),
+    )
+    eval_arg: list[str] = typer.Option([], help="Extra argument for every `pairrl eval` shard.")
     serve_model: Path | None = typer.Option(
         None,
         help="Eval: serve this model folder with vLLM in a job of its own and sample from it "
         "(the config's candidates.source must be endpoint).",
-    ),
+    )
     server_arg: list[str] = typer.Option(
         [], help="Eval with --serve-model: extra vLLM server argument, e.g. --enforce-eager."
-    ),
+    )
     server_max_model_len: int = typer.Option(
         4096, min=16, help="Eval with --serve-model: the server's context length."
-    ),
+    )
     venv: str | None = typer.Option(
         None, help="Virtual environment to activate; default: the current one; 'none': none."
-    ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print only; write and submit nothing."),
-    *,
-    submit: bool,
-) -> None:
-    from pairrl.config import ConfigError
-    from pairrl.slurm.render import (
-        EvalJobSpec,
-        TrainJobSpec,
-        config_kind,
-        render_eval,
-        render_train,
     )
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print only; write and submit nothing.")
 
-    config = config.resolve()
+
+def _run(options: _Options, *, submit: bool) -> None:
+    """Render the job the config's kind names, print it and, unless a dry run, write it (and
+    submit it). A config or option that cannot be used exits with status 2 and one message."""
+    from pairrl.config import ConfigError
+    from pairrl.slurm.render import config_kind, render_eval, render_train
+
+    config = options.config.resolve()
     try:
         job = config_kind(config)
     except ConfigError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
-    run = (run_dir or Path("runs/slurm") / config.stem).resolve()
-    common: dict[str, Any] = {
-        "job_name": job_name or f"pairrl-{job}-{config.stem}",
-        "partition": partition,
-        "account": account,
-        "qos": qos,
-        "time": time,
-        "cpus_per_task": cpus_per_task,
-        "mem": mem,
-        "gpus_per_node": gpus_per_node,
-        "workdir": str(Path.cwd()),
-        "run_dir": str(run),
-        "venv": _venv(venv),
-        "sbatch_args": sbatch_arg,
-        "config": str(config),
-    }
+        _exit_with(err)
+    run = (options.run_dir or Path("runs/slurm") / config.stem).resolve()
+    resources = _resource_fields(options, job=job, config=config, run=run)
     try:
         rendered: RenderedJob
         if job == "train":
-            spec = TrainJobSpec(
-                **common,
-                nodes=nodes,
-                processes_per_node=processes_per_node,
-                accelerate_config=str(accelerate_config.resolve()) if accelerate_config else None,
-                rdzv_port=rdzv_port,
-                vllm_port=vllm_port,
-                vllm_model=vllm_model,
-                vllm_tensor_parallel_size=vllm_tp,
-                signal_lead_s=signal_lead_s,
-                nccl_socket_ifname=nccl_socket_ifname,
-                overrides=overrides,
-                train_out=str(train_out.resolve()) if train_out else None,
-            )
-            rendered = render_train(spec)
+            rendered = render_train(_train_spec(options, resources))
         else:
-            eval_spec = EvalJobSpec(
-                **common,
-                shards=shards,
-                max_parallel=max_parallel,
-                out_dir=str(out.resolve()) if out else None,
-                extra_args=eval_arg,
-                serve_model=str(serve_model.resolve()) if serve_model else None,
-                server_port=vllm_port,
-                server_max_model_len=server_max_model_len,
-                server_args=server_arg,
-            )
-            rendered = render_eval(eval_spec)
+            rendered = render_eval(_eval_spec(options, resources))
     except (ConfigError, ValueError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+        _exit_with(err)
+    _show_write_submit(rendered, run, dry_run=options.dry_run, submit=submit)
 
-    _show_write_submit(rendered, run, dry_run=dry_run, submit=submit)
+
+def _exit_with(err: Exception) -> NoReturn:
+    """Print `err` as one `error:` line and exit with status 2, without a traceback."""
+    typer.echo(f"error: {err}", err=True)
+    raise typer.Exit(2) from None
+
+
+def _resource_fields(options: _Options, *, job: str, config: Path, run: Path) -> dict[str, Any]:
+    """The fields every job spec shares: what Slurm is asked for, where, and the config."""
+    return {
+        "job_name": options.job_name or f"pairrl-{job}-{config.stem}",
+        "partition": options.partition,
+        "account": options.account,
+        "qos": options.qos,
+        "time": options.time,
+        "cpus_per_task": options.cpus_per_task,
+        "mem": options.mem,
+        "gpus_per_node": options.gpus_per_node,
+        "workdir": str(Path.cwd()),
+        "run_dir": str(run),
+        "venv": _venv(options.venv),
+        "sbatch_args": options.sbatch_arg,
+        "config": str(config),
+    }
+
+
+def _train_spec(options: _Options, resources: dict[str, Any]) -> TrainJobSpec:
+    """The training job the options describe (pydantic's ValueError on a bad value)."""
+    from pairrl.slurm.render import TrainJobSpec
+
+    return TrainJobSpec(
+        **resources,
+        nodes=options.nodes,
+        processes_per_node=options.processes_per_node,
+        accelerate_config=_absolute(options.accelerate_config),
+        rdzv_port=options.rdzv_port,
+        vllm_port=options.vllm_port,
+        vllm_model=options.vllm_model,
+        vllm_tensor_parallel_size=options.vllm_tp,
+        signal_lead_s=options.signal_lead_s,
+        nccl_socket_ifname=options.nccl_socket_ifname,
+        overrides=options.overrides,
+        train_out=_absolute(options.train_out),
+    )
+
+
+def _eval_spec(options: _Options, resources: dict[str, Any]) -> EvalJobSpec:
+    """The sharded evaluation the options describe (pydantic's ValueError on a bad value)."""
+    from pairrl.slurm.render import EvalJobSpec
+
+    return EvalJobSpec(
+        **resources,
+        shards=options.shards,
+        max_parallel=options.max_parallel,
+        out_dir=_absolute(options.out),
+        extra_args=options.eval_arg,
+        serve_model=_absolute(options.serve_model),
+        server_port=options.vllm_port,
+        server_max_model_len=options.server_max_model_len,
+        server_args=options.server_arg,
+    )
+
+
+def _absolute(path: Path | None) -> str | None:
+    """`path` made absolute, as a string; None stays None."""
+    return str(path.resolve()) if path else None
 
 
 def _show_write_submit(rendered: RenderedJob, run: Path, *, dry_run: bool, submit: bool) -> None:
@@ -224,15 +256,15 @@ def _submit(steps: list[Any], run: Path) -> None:
     typer.echo(f"# monitor: squeue -j {','.join(job_ids)}; sacct -j {job_ids[0]}; tail -f {logs}/*")
 
 
-def _bind(submit: bool):
-    """`_command` with `submit` fixed, and a signature typer can read."""
+def _bind(submit: bool) -> Callable[..., None]:
+    """A typer command over `_Options`, with `submit` fixed."""
 
-    @functools.wraps(_command)
-    def command(**kwargs: Any) -> None:
-        _command(**kwargs, submit=submit)
+    def command(**options: Any) -> None:
+        _run(_Options(**options), submit=submit)
 
-    params = [p for p in inspect.signature(_command).parameters.values() if p.name != "submit"]
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    # typer reads the parameters from the signature and their types from the annotations
+    command.__signature__ = inspect.signature(_Options)  # type: ignore[attr-defined]
+    command.__annotations__ = typing.get_type_hints(_Options)
     return command
 
 

@@ -130,6 +130,25 @@ def config_kind(path: str | Path) -> str:
     return str(kind)
 
 
+_JOB_NAMES = {"train": "a training job", "eval": "an evaluation job"}
+
+
+def _check_kind(config: str, kind: str) -> None:
+    """ConfigError unless the config at `config` is of `kind` (train or eval)."""
+    if config_kind(config) != kind:
+        raise ConfigError(config, [f"kind: {_JOB_NAMES[kind]} needs a config with kind: {kind}"])
+
+
+def _script_dir(spec: SlurmResources) -> Path:
+    """Where the rendered scripts are written."""
+    return Path(spec.run_dir, "slurm")
+
+
+def _log(spec: SlurmResources, name: str = "%x-%j") -> str:
+    """A job's log file (`name` in sbatch's filename pattern: %x job name, %j job id)."""
+    return f"{spec.run_dir}/logs/{name}.out"
+
+
 def render_train(spec: TrainJobSpec) -> RenderedJob:
     """Render the training batch script and its per-node launcher.
 
@@ -137,8 +156,7 @@ def render_train(spec: TrainJobSpec) -> RenderedJob:
     on one node, no model for the vLLM server, more server GPUs than a node has, several
     nodes without an accelerate config).
     """
-    if config_kind(spec.config) != "train":
-        raise ConfigError(spec.config, ["kind: a training job needs a config with kind: train"])
+    _check_kind(spec.config, "train")
     cfg = load_config(spec.config, TrainConfig, spec.overrides)  # a bad file fails here
     server_mode = spec.nodes >= 2
     train_nodes = spec.nodes - 1 if server_mode else 1
@@ -166,25 +184,35 @@ def render_train(spec: TrainJobSpec) -> RenderedJob:
         LAUNCHER=_launcher(spec, train_nodes, per_node),
         TRAINER_ARGS=_quote(trainer_args) + (server_set if server_mode else ""),
     )
-    vllm_cmd = _vllm_command(spec, str(vllm_model))
-    script_dir = Path(spec.run_dir, "slurm")
-    batch = fill(
+    vllm_cmd = _vllm_command(spec, str(vllm_model)) if server_mode else None
+    batch = _train_batch(spec, run_folder, vllm_cmd)
+    return RenderedJob(
+        scripts={"train.sbatch": batch, "train-node.sh": node_script},
+        steps=[SubmitStep(str(_script_dir(spec) / "train.sbatch"))],
+        notes=notes,
+    )
+
+
+def _train_batch(spec: TrainJobSpec, run_folder: Path, vllm_cmd: list[str] | None) -> str:
+    """The training batch script; `vllm_cmd` is the server node's command (None: no server
+    node, the job trains on one node)."""
+    return fill(
         TRAIN_BATCH,
         HEADER=_header(
             spec,
             nodes=spec.nodes,
-            log=f"{spec.run_dir}/logs/%x-%j.out",
+            log=_log(spec),
             extra=[f"--signal=B:USR1@{spec.signal_lead_s}", "--requeue", "--open-mode=append"],
         ),
         SETUP=_setup(spec),
         NODES=str(spec.nodes),
-        SERVER_MODE="1" if server_mode else "0",
+        SERVER_MODE="0" if vllm_cmd is None else "1",
         LOG_DIR=shlex.quote(f"{spec.run_dir}/logs"),
         CHECKPOINT_DIR=shlex.quote(str(run_folder)),
-        NODE_SCRIPT=shlex.quote(str(script_dir / "train-node.sh")),
+        NODE_SCRIPT=shlex.quote(str(_script_dir(spec) / "train-node.sh")),
         RDZV_PORT=str(spec.rdzv_port),
         VLLM_PORT=str(spec.vllm_port),
-        VLLM_CMD=_quote(vllm_cmd) if server_mode else "true",
+        VLLM_CMD="true" if vllm_cmd is None else _quote(vllm_cmd),
         SERVER_WAIT_S=str(spec.server_wait_s),
         MAX_REQUEUES=str(spec.max_requeues),
         NCCL_IFNAME=f"export NCCL_SOCKET_IFNAME={shlex.quote(spec.nccl_socket_ifname)}"
@@ -192,11 +220,6 @@ def render_train(spec: TrainJobSpec) -> RenderedJob:
         else "# NCCL_SOCKET_IFNAME unset: NCCL picks the interface (set --nccl-socket-ifname if it picks wrong)",
         CPUS=str(spec.cpus_per_task),
         STEP_GPUS=f"--gpus-per-node={spec.gpus_per_node} " if spec.gpus_per_node else "",
-    )
-    return RenderedJob(
-        scripts={"train.sbatch": batch, "train-node.sh": node_script},
-        steps=[SubmitStep(str(script_dir / "train.sbatch"))],
-        notes=notes,
     )
 
 
@@ -207,14 +230,10 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
     OUT/shards/<i>of<n>/); the merge runs `pairrl eval merge OUT` once all n succeeded, and
     is strict (FAIL exits non-zero, so the job shows FAILED) when the config's gate is.
     """
-    if config_kind(spec.config) != "eval":  # fails here, before submission, on a bad file
-        raise ConfigError(spec.config, ["kind: an evaluation job needs a config with kind: eval"])
+    _check_kind(spec.config, "eval")  # fails here, before submission, on a bad file
     cfg = load_config(spec.config, EvalConfig)  # a bad file fails here, before submission
     out_dir = str(Path(spec.workdir, spec.out_dir or cfg.out_dir))
-    throttle = f"%{spec.max_parallel}" if spec.max_parallel else ""
-    shard_args = ["eval", spec.config, "--out", out_dir, *spec.extra_args]
     strict = cfg.gate.strict or "--strict" in spec.extra_args
-    merge_args = ["eval", "merge", out_dir, *(["--strict"] if strict else [])]
     server_dir = shlex.quote(f"{spec.run_dir}/server")
     if spec.serve_model and cfg.candidates.source != "endpoint":
         raise ConfigError(
@@ -222,12 +241,34 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
             ["--serve-model: the shards sample from the server, so candidates.source must be "
              f"'endpoint' (it is {cfg.candidates.source!r})"],
         )  # fmt: skip
-    shards = fill(
+    scripts = {
+        "eval-shards.sbatch": _eval_shards(spec, out_dir, server_dir),
+        "eval-merge.sbatch": _eval_merge(spec, out_dir, strict=strict),
+    }
+    notes = [
+        f"{spec.shards} shards write into {out_dir}/shards; the merge (into {out_dir}) runs when all succeeded"
+    ]
+    if spec.serve_model:
+        scripts.update(_eval_server_scripts(spec, cfg.candidates.served_model, server_dir))
+        notes.insert(
+            0,
+            f"a vLLM server job serves {spec.serve_model} on port {spec.server_port}; the shards "
+            "sample from it and a stop job cancels it when they have ended",
+        )
+    return RenderedJob(scripts=scripts, steps=_eval_steps(spec), notes=notes)
+
+
+def _eval_shards(spec: EvalJobSpec, out_dir: str, server_dir: str) -> str:
+    """The shard array job; with `serve_model`, each shard first waits for the server's
+    endpoint (written under `server_dir`) and samples from it."""
+    throttle = f"%{spec.max_parallel}" if spec.max_parallel else ""
+    shard_args = ["eval", spec.config, "--out", out_dir, *spec.extra_args]
+    return fill(
         EVAL_SHARDS,
         HEADER=_header(
             spec,
             nodes=1,
-            log=f"{spec.run_dir}/logs/%x-%A_%a.out",
+            log=_log(spec, "%x-%A_%a"),
             extra=[f"--array=0-{spec.shards - 1}{throttle}"],
         ),
         SETUP=_setup(spec),
@@ -238,36 +279,35 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
         else "",
         ENDPOINT_ARGS='--set "candidates.endpoint=$ENDPOINT" ' if spec.serve_model else "",
     )
+
+
+def _eval_merge(spec: EvalJobSpec, out_dir: str, *, strict: bool) -> str:
+    """The job that merges the shards into `out_dir` (a CPU job: it runs no model)."""
+    merge_args = ["eval", "merge", out_dir, *(["--strict"] if strict else [])]
     merge_spec = spec.model_copy(update={"job_name": f"{spec.job_name}-merge", "gpus_per_node": 0})
-    merge = fill(
+    return fill(
         EVAL_MERGE,
-        HEADER=_header(merge_spec, nodes=1, log=f"{spec.run_dir}/logs/%x-%j.out", extra=[]),
+        HEADER=_header(merge_spec, nodes=1, log=_log(spec), extra=[]),
         SETUP=_setup(spec),
         MERGE_ARGS=_quote(merge_args),
     )
-    script_dir = Path(spec.run_dir, "slurm")
-    scripts = {"eval-shards.sbatch": shards, "eval-merge.sbatch": merge}
-    steps = [
-        SubmitStep(str(script_dir / "eval-shards.sbatch")),
-        SubmitStep(str(script_dir / "eval-merge.sbatch"), after=0),
-    ]
-    notes = [
-        f"{spec.shards} shards write into {out_dir}/shards; the merge (into {out_dir}) runs when all succeeded"
-    ]
-    if spec.serve_model:
-        scripts.update(_eval_server_scripts(spec, cfg.candidates.served_model, server_dir))
-        steps = [
-            SubmitStep(str(script_dir / "eval-server.sbatch")),
-            SubmitStep(str(script_dir / "eval-shards.sbatch"), after=0, dependency="after"),
-            SubmitStep(str(script_dir / "eval-merge.sbatch"), after=1),
-            SubmitStep(str(script_dir / "eval-server-stop.sbatch"), after=1, dependency="afterany"),
+
+
+def _eval_steps(spec: EvalJobSpec) -> list[SubmitStep]:
+    """The sbatch calls of an evaluation: shards then merge, or with `serve_model` server,
+    shards once it runs, merge, and the stop job once the shards have ended."""
+    script_dir = _script_dir(spec)
+    if not spec.serve_model:
+        return [
+            SubmitStep(str(script_dir / "eval-shards.sbatch")),
+            SubmitStep(str(script_dir / "eval-merge.sbatch"), after=0),
         ]
-        notes.insert(
-            0,
-            f"a vLLM server job serves {spec.serve_model} on port {spec.server_port}; the shards "
-            "sample from it and a stop job cancels it when they have ended",
-        )
-    return RenderedJob(scripts=scripts, steps=steps, notes=notes)
+    return [
+        SubmitStep(str(script_dir / "eval-server.sbatch")),
+        SubmitStep(str(script_dir / "eval-shards.sbatch"), after=0, dependency="after"),
+        SubmitStep(str(script_dir / "eval-merge.sbatch"), after=1),
+        SubmitStep(str(script_dir / "eval-server-stop.sbatch"), after=1, dependency="afterany"),
+    ]
 
 
 def _eval_server_scripts(spec: EvalJobSpec, served_model: str, server_dir: str) -> dict[str, str]:
@@ -292,7 +332,7 @@ def _eval_server_scripts(spec: EvalJobSpec, served_model: str, server_dir: str) 
     return {
         "eval-server.sbatch": fill(
             EVAL_SERVER,
-            HEADER=_header(server_spec, nodes=1, log=f"{spec.run_dir}/logs/%x-%j.out", extra=[]),
+            HEADER=_header(server_spec, nodes=1, log=_log(spec), extra=[]),
             SETUP=_setup(spec),
             SERVER_DIR=server_dir,
             PORT=str(spec.server_port),
@@ -302,7 +342,7 @@ def _eval_server_scripts(spec: EvalJobSpec, served_model: str, server_dir: str) 
         ),
         "eval-server-stop.sbatch": fill(
             EVAL_SERVER_STOP,
-            HEADER=_header(stop_spec, nodes=1, log=f"{spec.run_dir}/logs/%x-%j.out", extra=[]),
+            HEADER=_header(stop_spec, nodes=1, log=_log(spec), extra=[]),
             SERVER_DIR=server_dir,
         ),
     }

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from pairrl.rollout.layout import check_group_order, group_layout
 from pairrl.train.advantages import EPS_STD, compute_advantages
-from pairrl.train.layout import check_group_order, group_layout
 
 S, J, N = "solution", "judgement", "no_pair"
 

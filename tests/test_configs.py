@@ -39,7 +39,7 @@ def test_run_config_parses(path: Path) -> None:
     assert kind in SCHEMAS, f"{path.name}: top-level `kind` must be one of {sorted(SCHEMAS)}"
     cfg = load_config(path, _schema(kind))
     if kind == "train":
-        from pairrl.train.recipe import resolve_recipe
+        from pairrl.train.task_family import resolve_recipe
 
         resolve_recipe(cfg.recipe)  # a recipe's options are checked by its own schema
 

@@ -34,6 +34,7 @@ ALLOWED = {
 }
 ROOT_SHARED = {
     "pairrl.config",
+    "pairrl.errors",
     "pairrl.memory",
     "pairrl.progress",
     "pairrl.tiny_model",
@@ -107,6 +108,21 @@ def test_import_direction() -> None:
                 continue
             if other not in ALLOWED[layer]:
                 broken.append(f"{module} imports {target}")
+    assert not broken, "\n".join(broken)
+
+
+def test_the_root_imports_only_the_root() -> None:
+    """The root package (the CLI's front door, the config base, errors, memory, progress,
+    the tiny model, versions) sits under every layer, so it imports none of them: a
+    subcommand reaches the CLI through its entry point, never by an import."""
+    modules = _modules()
+    broken = [
+        f"{module} imports {target}"
+        for module, path in modules.items()
+        if _layer(module) == "pairrl"
+        for target in _imports(path, top_level_only=False)
+        if _layer(target) != "pairrl"
+    ]
     assert not broken, "\n".join(broken)
 
 

@@ -23,7 +23,7 @@ import typer
 from typer.testing import CliRunner
 
 from pairrl.config import ConfigError, load_config
-from pairrl.rewards.errors import InputError
+from pairrl.errors import InputError
 from pairrl.train.config import TrainConfig
 from pairrl.train.lora import LoraConfig, check_targets, peft_config
 

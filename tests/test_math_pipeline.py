@@ -18,10 +18,10 @@ import pytest
 from pairrl.config import parse_config
 from pairrl.rewards import TaskLabeller
 from pairrl.rewards.answers import answer_task
+from pairrl.rollout.pairrl_rollout import PairRLRollout
 from pairrl.rollout.prompt_kit import math_prompt_kit
 from pairrl.rollout.prompts import PAIRWISE_MATH
 from pairrl.train.config import TrainConfig
-from pairrl.train.rollout_func import PairRLRollout
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRRL = shutil.which("pairrl", path=str(Path(sys.executable).parent)) or "pairrl"
@@ -75,7 +75,8 @@ def test_rollout_labels_math_solutions_by_final_answer() -> None:
     prompt_ids = {tokens.tokenize(kit.generation(t))[0]: t.task_id for t in TASKS}
     labeller = TaskLabeller(None)  # no executor at all: a code job would raise
     rollout = PairRLRollout(
-        cfg,
+        cfg.rollout,
+        cfg.reward,
         {kit.generation(t)[-1]["content"]: t for t in TASKS},
         label=labeller.run,
         prompts=kit,

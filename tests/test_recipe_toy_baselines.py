@@ -13,7 +13,7 @@ import pytest
 from pairrl.config import load_config
 from pairrl.recipes.toy_addition import experiment
 from pairrl.train.config import TrainConfig
-from pairrl.train.recipe import resolve_recipe
+from pairrl.train.task_family import resolve_recipe
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "toy_cpu.yaml"
 LOG = [{"step": 1, "loss": 0.5}]

@@ -144,7 +144,7 @@ def test_cli_closed_port_fails_fast(app, tmp_path) -> None:
             "--max-retries",
             "0",
             "--schedule",
-            "all-pairs",
+            "all_pairs",
         ],
     )
     assert time.monotonic() - start < 10

@@ -105,12 +105,13 @@ def test_missing_local_paths_are_named() -> None:
 def test_training_data_from_a_dataset_source(dataset: Any, tmp_path: Path) -> None:
     from pairrl.config import ConfigError, parse_config
     from pairrl.train.config import DataConfig
-    from pairrl.train.data import check_data_source, load_training_tasks
+    from pairrl.train.data import check_data_source
+    from pairrl.train.task_family import TaskRowsFamily
 
     dataset.to_parquet(str(tmp_path / "gsm.parquet"))
     cfg = DataConfig(source="dataset", path=str(tmp_path / "gsm.parquet"), columns=GSM8K)
-    loaded = load_training_tasks(cfg)
-    assert sorted(t.task_id for t in loaded.tasks) == ["gsm/0", "gsm/1"]
+    loaded = TaskRowsFamily(cfg)
+    assert sorted(t.task_id for t in loaded.training_tasks()) == ["gsm/0", "gsm/1"]
     bad = DataConfig(source="dataset", path=str(tmp_path / "gsm.parquet"), columns={"problem": "q"})
     with pytest.raises(InputError, match="column 'q'"):
         check_data_source(bad)

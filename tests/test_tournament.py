@@ -9,9 +9,9 @@ import random
 
 import pytest
 
+from pairrl.rollout.schedule_registry import SCHEDULES
 from pairrl.rollout.schedules import round_robin_rounds, swiss_phase1_pairs, swiss_phase2_pairs
 from pairrl.rollout.tournament import (
-    SCHEDULES,
     Comparison,
     all_pairs_tournament,
     confidence_weight,

@@ -10,6 +10,7 @@ import random
 import pytest
 
 from pairrl.rollout.ledger import Ledger as _Ledger
+from pairrl.rollout.schedule_registry import SCHEDULES
 from pairrl.rollout.schedules import (
     ladder_evidence,
     ladder_pairs,
@@ -17,7 +18,6 @@ from pairrl.rollout.schedules import (
 )
 from pairrl.rollout.strengths import margin_strengths
 from pairrl.rollout.tournament import (
-    SCHEDULES,
     confidence_weight,
     ladder_tournament,
     pair_outcome,

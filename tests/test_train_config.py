@@ -120,7 +120,7 @@ def test_grpo_config_accepts_mapping(tmp_path: Path) -> None:
 
 
 def test_recipe_errors_name_the_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairrl.train.recipe import resolve_recipe
+    from pairrl.train.task_family import resolve_recipe
 
     toy = CONFIGS / "toy_cpu.yaml"
     cfg = load_config(toy, TrainConfig, ["recipe.options.eval_k=1"])
@@ -152,7 +152,7 @@ def test_a_recipe_without_work_beside_training_runs(
 ) -> None:
     from contextlib import nullcontext
 
-    from pairrl.train.recipe import beside_training, resolve_recipe
+    from pairrl.train.task_family import RecipeFamily, resolve_recipe
 
     # every required member, delegated to the toy recipe; no before_training
     members = ["training_tasks", "heldout_tasks", "prompt_kit", "warm_start_conversations"]
@@ -168,7 +168,7 @@ def test_a_recipe_without_work_beside_training_runs(
     cfg = load_config(CONFIGS / "toy_cpu.yaml", TrainConfig, ["recipe.name=plain_recipe"])
     loaded = resolve_recipe(cfg.recipe)
     assert not hasattr(loaded.recipe, "before_training")
-    context = beside_training(loaded.recipe, cfg, loaded.options, tmp_path, None)
+    context = RecipeFamily(loaded).before_training(cfg, tmp_path, None)
     assert isinstance(context, nullcontext)
 
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 from transformers import GenerationConfig
 
-from pairrl.train.config import PhaseSampling, SamplingConfig
-from pairrl.train.generation import TRLGenerator, phase_sampling
+from pairrl.rollout.config import PhaseSampling, SamplingConfig
+from pairrl.rollout.trl_generation import TRLGenerator, phase_sampling
 
 
 def test_trl_generation_entry_point_signature() -> None:

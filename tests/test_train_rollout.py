@@ -15,9 +15,9 @@ import pytest
 
 from pairrl.config import parse_config
 from pairrl.rewards.results import ExecResult
+from pairrl.rollout.pairrl_rollout import PairRLRollout, RolloutError
 from pairrl.rollout.prompt_kit import paper_prompt_kit
 from pairrl.train.config import TrainConfig
-from pairrl.train.rollout_func import PairRLRollout, RolloutError
 from pairrl.train.tiny_tasks import answer_text, tiny_code_tasks
 
 EOS = 0
@@ -115,7 +115,8 @@ def _rollout(
     prompt_task = {tokens.tokenize(kit.generation(t))[0]: t.task_id for t in tasks}
     generator = ScriptedGenerator(tokens, prompt_task, pointwise=mode == "pointrl")
     rollout = PairRLRollout(
-        cfg,
+        cfg.rollout,
+        cfg.reward,
         by_prompt,
         label=_label,
         prompts=kit,
@@ -206,8 +207,8 @@ def test_split_groups_are_rejected() -> None:
 def test_deepcoder_rows_become_stdio_tasks() -> None:
     import json
 
+    from pairrl.rewards.task_loaders import deepcoder_row_to_task
     from pairrl.rewards.tasks import StdioTests
-    from pairrl.train.data import deepcoder_row_to_task
 
     row = {
         "problem": "Read n, print n+1",

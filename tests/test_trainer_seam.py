@@ -30,9 +30,9 @@ import pytest
 import torch
 
 from pairrl.config import parse_config
+from pairrl.rollout.layout import RowRecord
 from pairrl.train import trainer as trainer_module
 from pairrl.train.config import TrainConfig
-from pairrl.train.layout import RowRecord
 from pairrl.train.trainer import PairRLTrainer
 
 CFG = parse_config(
@@ -72,9 +72,13 @@ TOKENS = [[2, 2, 4, 4], [2, 2, 4, 0]]  # per row, the tokens the loss counts
 def _trainer(process_index: int, cfg: TrainConfig = CFG) -> PairRLTrainer:
     """A PairRLTrainer with only what the override reads (no model, no TRL setup)."""
     trainer = object.__new__(PairRLTrainer)
-    trainer.pairrl_cfg = cfg
+    trainer.advantage, trainer.loss = cfg.advantage, cfg.loss
     trainer.pairrl_rollout = SimpleNamespace(
-        records=PROCESS_ROWS[process_index], fillers=0, timings={"generate": 1.5}
+        records=PROCESS_ROWS[process_index],
+        fillers=0,
+        timings={"generate": 1.5},
+        rollout=cfg.rollout,
+        reward=cfg.reward,
     )
     trainer.accelerator = SimpleNamespace(
         num_processes=2,

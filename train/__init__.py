@@ -1,13 +1,12 @@
-"""pairrl train: PairRL on TRL's GRPOTrainer.
+"""pairrl train: PairRL on TRL's GRPOTrainer (the rollout it calls is ``pairrl.rollout``).
 
 Modules (import them directly; this package import stays light, no torch):
 
 * ``pairrl.train.config``     the run config schema (``TrainConfig``), validated before anything loads
 * ``pairrl.train.plan``       the resolved plan a dry run prints, and the GRPOConfig it maps to
-* ``pairrl.train.layout``     the rows TRL receives per problem group (solutions, then judgements)
 * ``pairrl.train.advantages`` PairRL / PointRL / GRPO advantages as pure functions
 * ``pairrl.train.metrics``    per-step metrics from the row records
-* ``pairrl.train.rollout_func``    the ``rollout_func`` plugged into ``GRPOTrainer``
+* ``pairrl.train.task_family`` where problems, prompts and warm-start data come from
 * ``pairrl.train.trainer``    ``PairRLTrainer``: the one override (advantages), reward functions
 * ``pairrl.train.run``        wiring: model, data, executor, trainer, resume
 * ``pairrl.train.cli``        ``pairrl train CONFIG``

@@ -2,8 +2,9 @@
 
 Why not TRL's own: TRL subtracts one baseline per group of G consecutive rows. PairRL
 needs two baselines inside one group (solutions against the problem's solutions,
-judgements against the mean of *all* judgement rows in the batch, as the paper does),
-and TRL always makes a group's advantages sum to zero, which a batch baseline does not.
+judgements by default against the mean of *all* judgement rows in the batch: this
+project's reading of the paper, which does not spell the judgement baseline out), and
+TRL always makes a group's advantages sum to zero, which a batch baseline does not.
 So ``PairRLTrainer`` lets TRL run unchanged and replaces only the advantages with these.
 
 Definitions (``no_pair`` and ``unlabelled`` rows always get 0 and enter no baseline):
@@ -25,7 +26,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from pairrl.train.layout import JUDGEMENT, NO_REWARD, SOLUTION
+from pairrl.rollout.layout import JUDGEMENT, NO_REWARD, SOLUTION
 
 __all__ = ["EPS_STD", "compute_advantages", "sample_type_weights"]
 

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
+
+if TYPE_CHECKING:  # heavy imports stay inside the command
+    from pairrl.train.config import TrainConfig
+    from pairrl.train.plan import RunPlan
 
 __all__ = ["register", "train_cmd"]
 
@@ -42,11 +46,11 @@ def train_cmd(
 ) -> None:
     """Train with PairRL (or the PointRL / GRPO baselines) on TRL's GRPOTrainer."""
     from pairrl.config import ConfigError, load_config
-    from pairrl.rewards.errors import InputError
+    from pairrl.errors import InputError
     from pairrl.train.config import TrainConfig
     from pairrl.train.data import check_data_source
     from pairrl.train.plan import format_plan, resolve_plan
-    from pairrl.train.recipe import resolve_recipe
+    from pairrl.train.task_family import resolve_recipe
 
     try:
         cfg = load_config(config, TrainConfig, list(set_))
@@ -62,17 +66,32 @@ def train_cmd(
             typer.echo(f"plan for {config} (dry run, no model loaded)")
             typer.echo(format_plan(plan))
         return
+    summary = _train(cfg, plan, resume)
+    if summary["main_process"]:  # one summary per launch, not one per process
+        _report(summary, cfg.logging.console)
+
+
+def _train(cfg: TrainConfig, plan: RunPlan, resume: bool) -> dict[str, Any]:
+    """The run (``pairrl.train.run``), with glibc's memory reuse set before any tensor:
+    training steps change their tensors' sizes every step, and glibc's defaults would map
+    and fault in fresh pages each time (``pairrl.memory`` says why)."""
+    from pairrl.config import ConfigError
+    from pairrl.errors import InputError
+    from pairrl.memory import reuse_freed_memory
     from pairrl.train.run import run_training
 
+    reuse_freed_memory()
     try:
-        summary = run_training(cfg, plan, resume=resume)
+        return run_training(cfg, plan, resume=resume)
     except (ConfigError, InputError) as err:  # InputError: a dataset's row or column
         _fail(err)
-    if not summary["main_process"]:  # one summary per launch, not one per process
-        return
+
+
+def _report(summary: dict[str, Any], console: str) -> None:
+    """``RUN/run.json``, and the run's summary on the console (whole, or one line)."""
     run_json = Path(summary["run_dir"]) / "run.json"
     run_json.write_text(json.dumps(summary, indent=2) + "\n")
-    if cfg.logging.console == "dicts":
+    if console == "dicts":
         typer.echo(json.dumps(summary, indent=2))
     else:
         typer.echo(

@@ -5,7 +5,7 @@ engine's settings, the recipe) are checked here so that a bad file fails with a 
 naming the field and the allowed values (see ``pairrl.config``). The schema says *what*
 to run; ``pairrl.train.plan`` derives the batch arithmetic and maps it onto TRL's
 ``GRPOConfig``. A recipe's own options (``recipe.options``) are validated by the recipe's
-schema when the recipe is resolved (``pairrl.train.recipe``), still before any model loads.
+schema when the recipe is resolved (``pairrl.train.task_family``), still before any model loads.
 """
 
 from __future__ import annotations
@@ -15,6 +15,13 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from pairrl.config import PairrlModel
+from pairrl.rollout.config import (
+    Mode,
+    PhaseSampling,
+    RewardConfig,
+    RolloutConfig,
+    SamplingConfig,
+)
 from pairrl.rollout.recipe import RecipeConfig
 from pairrl.train.lora import LoraConfig
 
@@ -28,6 +35,7 @@ __all__ = [
     "LoggingConfig",
     "LoraConfig",
     "LossConfig",
+    "Mode",
     "ModelConfig",
     "OptimConfig",
     "PhaseSampling",
@@ -39,8 +47,6 @@ __all__ = [
     "TrainConfig",
     "WarmStartConfig",
 ]
-
-Mode = Literal["pairrl", "pointrl", "grpo"]
 
 
 class TinyModelConfig(PairrlModel):
@@ -123,70 +129,6 @@ class DataConfig(PairrlModel):
         return self
 
 
-class RolloutConfig(PairrlModel):
-    """How each problem's rollout budget G is split between solving and judging.
-
-    The split is derived in one place (``solutions_per_problem`` /
-    ``judgements_per_problem``), so ``--set rollout.mode=grpo`` alone turns a PairRL run
-    into its GRPO baseline with the same G.
-    """
-
-    mode: Mode = Field(
-        default="pairrl",
-        description="pairrl: pairwise judgements of on-policy pairs; pointrl: pointwise "
-        "judgements of single solutions; grpo: all G samples are solutions (baseline)",
-    )
-    group_size: int = Field(
-        default=8, ge=2, le=256, description="G: sampled rollouts per problem (both roles)"
-    )
-    num_solutions: int = Field(
-        default=4,
-        ge=2,
-        le=255,
-        description="G_gen in pairrl/pointrl: solution samples per problem; the other "
-        "G - G_gen are judgements (paper: 4 + 4). grpo samples G solutions and ignores it",
-    )
-    pair_seed: int = Field(default=0, ge=0, description="seed for pair choice and A/B order")
-
-    @property
-    def solutions_per_problem(self) -> int:
-        """G_gen: G in grpo mode, ``num_solutions`` otherwise."""
-        return self.group_size if self.mode == "grpo" else self.num_solutions
-
-    @property
-    def judgements_per_problem(self) -> int:
-        """G_ver = G - G_gen (0 in grpo mode)."""
-        return self.group_size - self.solutions_per_problem
-
-    @model_validator(mode="after")
-    def _split_fits(self) -> RolloutConfig:
-        if self.mode != "grpo" and self.num_solutions >= self.group_size:
-            raise ValueError(
-                f"mode {self.mode!r} needs at least one judgement per problem: "
-                f"num_solutions ({self.num_solutions}) must be below group_size "
-                f"({self.group_size})"
-            )
-        return self
-
-
-class RewardConfig(PairrlModel):
-    """The paper's thresholded verification reward."""
-
-    threshold: float = Field(
-        default=0.2, ge=0.0, le=1.0, description="reward only when |v - y| <= threshold"
-    )
-    normalisation: Literal["minus_one_over_nine", "over_ten"] = Field(
-        default="minus_one_over_nine", description="rating r -> v: (r-1)/9 or r/10"
-    )
-    class_balance: bool = Field(
-        default=False,
-        description="weight each judged solution by the inverse frequency of its label "
-        "among the step's judged solutions (pairrl.rewards.class_balance_weights), so that "
-        "accepting everything stops paying when most solutions are correct; off: the "
-        "paper's reward",
-    )
-
-
 class AdvantageConfig(PairrlModel):
     """How solution and judgement advantages are formed and weighted (pairrl.train.advantages).
 
@@ -207,21 +149,6 @@ class AdvantageConfig(PairrlModel):
         description="divide advantages by the std of their baseline set (group) or of "
         "all rows of their sample type (batch); none is Dr. GRPO's (the paper's)",
     )
-
-
-class PhaseSampling(PairrlModel):
-    """Decoding settings for one phase (solutions or judgements)."""
-
-    temperature: float = Field(default=0.6, gt=0.0, le=5.0, description="sampling temperature")
-    top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="nucleus sampling mass")
-    max_tokens: int = Field(default=1024, ge=1, le=131072, description="completion token cap")
-
-
-class SamplingConfig(PairrlModel):
-    """Per-phase decoding. TRL scores log-probs at the solution temperature (see README)."""
-
-    solution: PhaseSampling = Field(default_factory=PhaseSampling, description="solution phase")
-    judgement: PhaseSampling = Field(default_factory=PhaseSampling, description="judgement phase")
 
 
 class EngineConfig(PairrlModel):

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import typer
 
-from pairrl.rewards.errors import InputError
+from pairrl.errors import InputError
 from pairrl.train.lora import ADAPTER_CONFIG, is_adapter_dir, require_peft
 
 __all__ = ["export_cmd", "export_model", "resolve_source"]

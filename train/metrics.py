@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from pairrl.rewards import normalise_rating
 from pairrl.rollout.judge_quality import item_quality
-from pairrl.train.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED, RowRecord
+from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED, RowRecord
 
 __all__ = ["step_metrics"]
 

@@ -20,11 +20,10 @@ from typing import Any
 from pairrl.config import ConfigError
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
-from pairrl.rollout.recipe import LoadedRecipe
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
-from pairrl.train.recipe import FinishedRun, beside_training, resolve_recipe
+from pairrl.train.task_family import FinishedRun, TaskFamily, task_family
 from pairrl.versions import library_versions
 
 __all__ = ["quiet_libraries", "run_training"]
@@ -42,13 +41,15 @@ class _Setup:
 
 @dataclass
 class _Source:
-    """Where the problems come from: tasks, prompts, warm-start data, the recipe if any."""
+    """Where the problems come from: the task family, its tasks and prompts."""
 
+    family: TaskFamily
     tasks: list[Task]
     prompts: PromptKit
-    conversations: Callable[[], list[Conversation]]
-    skipped: dict[str, int]
-    recipe: LoadedRecipe | None
+
+    def conversations(self, seed: int) -> Callable[[], list[Conversation]]:
+        """The warm start's data, built only if a warm start runs."""
+        return lambda: self.family.warm_start_conversations(seed, self.tasks)
 
 
 def _setup(cfg: TrainConfig, plan: RunPlan, resume: bool) -> _Setup:
@@ -96,33 +97,9 @@ def _setup_wandb_env(cfg: TrainConfig, run_dir: Path) -> None:
 
 
 def _source(cfg: TrainConfig) -> _Source:
-    """The tasks, prompt kit and warm-start data of the configured data source or recipe."""
-    from pairrl.rollout.prompt_kit import kit_for_tasks
-    from pairrl.train.data import answer_warm_start_examples, load_training_tasks
-
-    recipe = resolve_recipe(cfg.recipe)
-    if recipe is not None:
-        tasks = recipe.recipe.training_tasks(recipe.options)
-        prompts = recipe.recipe.prompt_kit(recipe.options)
-
-        def from_recipe() -> list[Conversation]:
-            return recipe.recipe.warm_start_conversations(recipe.options, cfg.seed, tasks)
-
-        return _Source(tasks, prompts, from_recipe, {}, recipe)
-    loaded = load_training_tasks(cfg.data)
-    prompts = kit_for_tasks(loaded.tasks)  # math tasks get the math prompts
-
-    def from_data_source() -> list[Conversation]:
-        if cfg.data.source != "tiny_code":
-            # math tasks teach a tiny model the formats; real models start from their own
-            return answer_warm_start_examples(loaded.tasks, prompts, 512, seed=cfg.seed)
-        from pairrl.train.tiny_tasks import warm_start_examples
-
-        return warm_start_examples(
-            loaded.tasks, prompts.generation, prompts.pairwise, num_examples=512, seed=cfg.seed
-        )
-
-    return _Source(loaded.tasks, prompts, from_data_source, loaded.skipped, None)
+    """The configured task family, with its tasks and prompt kit."""
+    family = task_family(cfg)
+    return _Source(family, family.training_tasks(), family.prompt_kit())
 
 
 @dataclass
@@ -179,11 +156,11 @@ def _text_codec(
 
 def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -> _Training:
     """The rollout (with its executor) and the trainer built around it."""
+    from pairrl.rollout.pairrl_rollout import PairRLRollout
+    from pairrl.rollout.trl_generation import TRLGenerator
     from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
     from pairrl.train.data import build_dataset
-    from pairrl.train.generation import TRLGenerator
     from pairrl.train.lora import check_targets, peft_config
-    from pairrl.train.rollout_func import PairRLRollout
     from pairrl.train.trainer import (
         PairRLTrainer,
         StepTimer,
@@ -195,7 +172,8 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
     tokenizer, tokenize, decode = _text_codec(cfg, policy.path)
     executor = _labeller(cfg, source.tasks)
     rollout = PairRLRollout(
-        cfg,
+        cfg.rollout,
+        cfg.reward,
         tasks_by_prompt,
         label=executor.run,
         prompts=source.prompts,
@@ -218,7 +196,9 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
         callbacks=[timer, on_signal],
         peft_config=peft_config(cfg.model.lora),
         pairrl_rollout=rollout,
-        pairrl_cfg=cfg,
+        advantage=cfg.advantage,
+        loss=cfg.loss,
+        dtype=cfg.model.dtype,
     )
     timer.trainer = trainer
     if cfg.logging.console == "progress":
@@ -238,7 +218,7 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
         quiet_libraries()
     setup = _setup(cfg, plan, resume)
     source = _source(cfg)
-    policy = prepare_policy(cfg, setup.run_dir, setup.state, source.conversations)
+    policy = prepare_policy(cfg, setup.run_dir, setup.state, source.conversations(cfg.seed))
     with _beside_training(cfg, setup, source, policy) as beside:
         training = _trainer(cfg, setup, source, policy)
         trainer = training.trainer
@@ -264,11 +244,10 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
 def _beside_training(
     cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy
 ) -> AbstractContextManager[Any]:
-    """The recipe's work beside training (on the main process), or nothing."""
-    if source.recipe is None or not setup.state.is_main_process:
+    """The task family's work beside training (on the main process), or nothing."""
+    if not setup.state.is_main_process:
         return nullcontext()
-    recipe, options = source.recipe.recipe, source.recipe.options
-    return beside_training(recipe, cfg, options, setup.run_dir, policy.warm_start_dir)
+    return source.family.before_training(cfg, setup.run_dir, policy.warm_start_dir)
 
 
 def quiet_libraries() -> None:
@@ -300,7 +279,7 @@ def _finish(
             for row in log_history:
                 fh.write(json.dumps(row) + "\n")
     recipe_summary = None
-    if source.recipe is not None and is_main:
+    if is_main:
         report = policy.warm_start_report
         finished = FinishedRun(
             run_dir=run_dir,
@@ -311,7 +290,7 @@ def _finish(
             started_at=started_at,
             beside=beside,
         )
-        recipe_summary = source.recipe.recipe.after_training(cfg, source.recipe.options, finished)
+        recipe_summary = source.family.after_training(cfg, finished)
     history = [row for row in log_history if "pairrl/solution_pass_rate" in row]
     return {
         "main_process": is_main,
@@ -323,7 +302,7 @@ def _finish(
         "wall_s": round(wall, 2),
         "problems": training.problems,
         "duplicate_prompts_dropped": training.duplicates,
-        "tasks_skipped": source.skipped,
+        "tasks_skipped": source.family.skipped,
         "recipe": recipe_summary,
         "warm_start": policy.warm_start_report,
         "last_metrics": history[-1] if history else {},

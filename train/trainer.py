@@ -1,5 +1,25 @@
 """``PairRLTrainer``: TRL's GRPOTrainer with two overrides, plus the reward functions.
 
+One training step, in order (TRL's ``training_step`` drives it; the file of each part):
+
+1. **rollout** (``rollout/pairrl_rollout.py``): TRL hands over ``problems_per_step``
+   problems, each repeated G times; per problem the policy writes G_gen solutions
+   (``rollout/trl_generation.py``, TRL's own generation path), then judges pairs of them
+   (``rollout/pairs.py`` picks the pairs, ``rollout/prompts.py`` words the prompt);
+2. **score**: the sandbox labels each solution 1/0 (``rewards/executor.py``); each
+   judgement earns the thresholded verification reward (``rewards/ratings.py``); rows go
+   back in TRL's order (``rollout/layout.py``);
+3. **advantage** (this file, ``_generate_and_score_completions``, with
+   ``train/advantages.py``): solutions centred on their problem's solutions, judgements on
+   the batch's judgements, times lambda (``advantage:``);
+4. **update**: TRL's clipped policy loss (``loss:``; checked by hand in
+   ``tests/test_policy_loss.py``), its forward run per padding bucket
+   (``train/padding.py``), and the optimiser step;
+5. **log**: TRL's metrics plus PairRL's (``train/metrics.py``) to ``train_log.jsonl``, the
+   console (``train/progress.py``) and W&B;
+6. **checkpoint**: TRL's, every ``checkpoint.every_steps`` and on SIGTERM
+   (``train/checkpoint_on_signal.py``).
+
 The override (``_generate_and_score_completions``) lets TRL build the batch, compute its
 log-probs, rewards and logs as usual, then replaces the advantages with PairRL's
 (``pairrl.train.advantages``), because TRL's group-mean baseline cannot express a batch-mean
@@ -35,8 +55,10 @@ from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
+from pairrl.rollout.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
+from pairrl.rollout.pairrl_rollout import PairRLRollout
 from pairrl.train.advantages import compute_advantages, sample_type_weights
-from pairrl.train.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
+from pairrl.train.config import AdvantageConfig, LossConfig
 from pairrl.train.metrics import step_metrics
 from pairrl.train.padding import padding_buckets
 
@@ -132,32 +154,44 @@ def forward_in_buckets(
     return torch.cat(logps)[inverse], entropy
 
 
-def batch_advantages(rows: list[RowRecord], cfg: Any) -> list[float]:
+def batch_advantages(
+    rows: list[RowRecord], group_size: int, advantage: AdvantageConfig
+) -> list[float]:
     """PairRL advantages of the whole batch's rows (every process's, in TRL's order)."""
-    check_group_order([r.group for r in rows], cfg.rollout.group_size)
+    check_group_order([r.group for r in rows], group_size)
     return compute_advantages(
         [r.group for r in rows],
         [r.sample_type for r in rows],
         [r.reward for r in rows],
-        lambda_ver=cfg.advantage.lambda_ver,
-        judgement_baseline=cfg.advantage.judgement_baseline,
-        scale=cfg.advantage.scale,
+        lambda_ver=advantage.lambda_ver,
+        judgement_baseline=advantage.judgement_baseline,
+        scale=advantage.scale,
     )
 
 
 class PairRLTrainer(GRPOTrainer):
-    """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout``."""
+    """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout`` (the rows
+    and their rewards), the ``advantage`` and ``loss`` sections it applies, and the
+    policy's ``dtype`` (for vLLM colocate on CPU)."""
 
-    def __init__(self, *args: Any, pairrl_rollout: Any, pairrl_cfg: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        pairrl_rollout: PairRLRollout,
+        advantage: AdvantageConfig,
+        loss: LossConfig,
+        dtype: str,
+        **kwargs: Any,
+    ) -> None:
         from pairrl.train.vllm_cpu import cpu_colocate, patch_weight_sync
 
         grpo_args = kwargs.get("args", args[2] if len(args) > 2 else None)
-        with cpu_colocate(grpo_args, dtype=pairrl_cfg.model.dtype) as on_cpu:
+        with cpu_colocate(grpo_args, dtype=dtype) as on_cpu:
             super().__init__(*args, rollout_func=pairrl_rollout, **kwargs)
         if on_cpu:
             patch_weight_sync(self)
         self.pairrl_rollout = pairrl_rollout
-        self.pairrl_cfg = pairrl_cfg
+        self.advantage, self.loss = advantage, loss
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """TRL's batch, with PairRL's advantages in place of TRL's and PairRL's metrics."""
@@ -169,8 +203,9 @@ class PairRLTrainer(GRPOTrainer):
         rows: list[RowRecord] = (
             gather_object(local) if self.accelerator.num_processes > 1 else local
         )
-        advantages = batch_advantages(rows, self.pairrl_cfg)
-        if self.pairrl_cfg.loss.token_normalisation == "per_sample_type":
+        group_size = self.pairrl_rollout.rollout.group_size
+        advantages = batch_advantages(rows, group_size, self.advantage)
+        if self.loss.token_normalisation == "per_sample_type":
             counts = self._loss_token_counts(output)
             weights = sample_type_weights([r.sample_type for r in rows], counts)
             advantages = [a * w for a, w in zip(advantages, weights, strict=True)]
@@ -198,7 +233,7 @@ class PairRLTrainer(GRPOTrainer):
     def _log_pairrl_metrics(self, rows: list[RowRecord]) -> None:
         mode = "train" if self.model.training else "eval"
         metrics = self._metrics[mode]
-        for name, value in step_metrics(rows, self.pairrl_cfg.reward.normalisation).items():
+        for name, value in step_metrics(rows, self.pairrl_rollout.reward.normalisation).items():
             metrics[name].append(value)
         metrics["pairrl/judge_fillers"].append(float(self.pairrl_rollout.fillers))
         for phase, seconds in self.pairrl_rollout.timings.items():

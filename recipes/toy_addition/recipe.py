@@ -1,4 +1,4 @@
-"""The toy recipe as a ``pairrl.train.recipe.Recipe``: tasks, prompts, warm-start data, and
+"""The toy recipe as a ``pairrl.train.task_family.Recipe``: tasks, prompts, warm-start data, and
 the end-of-run held-out evaluation (``RUN/summary.json``, ``RUN/demo.png``, a table).
 
 ``before_training`` starts the baselines and the warm start's evaluation beside training
@@ -18,7 +18,7 @@ from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.tasks import AdditionProblem, split_problems
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
-from pairrl.train.recipe import FinishedRun
+from pairrl.train.task_family import FinishedRun
 
 __all__ = ["ToyAdditionRecipe"]
 

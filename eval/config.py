@@ -93,7 +93,7 @@ class CandidatesConfig(PairrlModel):
         "endpoint: sample from an OpenAI-compatible server",
     )
     pool: str | None = Field(None, description="Pool file (source=pool)")
-    model: str | None = Field(None, description="Model folder (source=model)")
+    model: str | None = Field(None, description="Model folder, hub id or .gguf file (source=model)")
     endpoint: str | None = Field(None, description="Base URL, e.g. http://host:8000/v1")
     served_model: str = Field("default", description="Model name sent to the endpoint")
     k: int = Field(5, ge=1, le=1000, description="Candidates per task (first k of a pool)")
@@ -117,7 +117,9 @@ class CandidatesConfig(PairrlModel):
 class JudgeConfig(PairrlModel):
     """The judge model used by the judge selectors."""
 
-    model: str | None = Field(None, description="Judge model folder (default: the generator)")
+    model: str | None = Field(
+        None, description="Judge model folder, hub id or .gguf file (default: the generator)"
+    )
     endpoint: str | None = Field(None, description="Judge endpoint (OpenAI-compatible base URL)")
     served_model: str = Field("default", description="Model name sent to the judge endpoint")
     engine: Literal["hf", "vllm"] | None = Field(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pairrl.eval.config import HttpConfig
+from pairrl.model_source import resolve_model_path
 
 __all__ = ["make_sampler", "model_identity", "resolve_engine"]
 
@@ -44,7 +45,7 @@ def model_identity(
     if not model:
         raise ValueError("need a model path or an endpoint")
     prefix = resolve_engine(engine)
-    path = Path(model)
+    path = Path(resolve_model_path(model))  # a .gguf file: its converted folder
     if not path.exists():
         return f"{prefix}:{model}"  # a hub id: its name is all we know before loading
     digest = hashlib.sha256()

@@ -24,11 +24,17 @@ __all__ = ["check_model_path", "sample_candidates"]
 
 def check_model_path(field: str, path: str | None) -> None:
     """Raise ``InputError`` when ``path`` names a local model folder that is not there (or
-    holds no ``config.json``); hub ids pass."""
+    holds no ``config.json``), or a ``.gguf`` file that cannot be converted (converting it
+    on first use, ``pairrl.model_source``); hub ids pass."""
     from pairrl.errors import InputError
+    from pairrl.model_source import ModelSourceError, resolve_model_path
 
     if not path:
         return
+    try:
+        path = resolve_model_path(path)
+    except ModelSourceError as err:
+        raise InputError(f"{field}: {err}") from None
     local = Path(path).expanduser()
     expected = "expected a model folder saved with save_pretrained, or a hub id"
     if local.is_dir() and not (local / "config.json").is_file():

@@ -71,17 +71,23 @@ def doctor(
 
 @app.command("sample")
 def sample(
-    model_dir: Path = typer.Option(DEFAULT_TINY_DIR, help="Model folder; built if absent."),
+    model_dir: Path = typer.Option(
+        DEFAULT_TINY_DIR,
+        help="Model folder (the tiny model is built there if absent), a .gguf file or smollm2.",
+    ),
     prompt: str = typer.Option("Write a python function that adds two numbers.", help="User turn."),
     n: int = typer.Option(3, min=1, max=64, help="Number of samples."),
     max_new_tokens: int = typer.Option(32, min=1, max=4096, help="Tokens per sample."),
     seed: int = typer.Option(0, help="Sampling seed."),
 ) -> None:
-    """Sample from a model with its chat template (builds the tiny model if needed)."""
+    """Sample from a model with its chat template (builds the tiny model if needed; a
+    .gguf file is converted once, pairrl.model_source)."""
     import torch
 
+    from pairrl.model_source import resolve_model_path
     from pairrl.tiny_model import build_tiny_model, load_tiny_model
 
+    model_dir = Path(resolve_model_path(model_dir))
     if not (model_dir / "config.json").is_file():
         typer.echo(f"building the tiny model in {model_dir} ...")
         build_tiny_model(model_dir, seed=0)

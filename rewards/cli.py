@@ -100,9 +100,9 @@ def execute_cmd(
 def _label_with_progress(
     jobs: list[ExecJob], workers: int, timeout: float, isolation: str
 ) -> list[ExecResult]:
-    """Every job's verdict under a progress bar; the sandbox starts only for code tasks."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
+    """Every job's verdict under a progress bar (plain lines in a log file); the sandbox
+    starts only for code tasks."""
+    from pairrl.progress import bar
     from pairrl.rewards.answers import is_answer_task, label_jobs
     from pairrl.rewards.executor import Executor
     from pairrl.rewards.sandbox import PROCESS_MODE_WARNING, SandboxUnavailable
@@ -116,20 +116,18 @@ def _label_with_progress(
         except SandboxUnavailable as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
-    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeRemainingColumn()) as progress:
-        bar = progress.add_task("executing", total=len(jobs))
+    with bar("executing", total=len(jobs)) as progress:
 
         def run_code(code_jobs: list[ExecJob]) -> list[ExecResult]:
             assert executor is not None
-            return executor.run(code_jobs, on_result=lambda _r: progress.advance(bar))
+            return executor.run(code_jobs, on_result=lambda _r: progress.advance())
 
         try:
             results = label_jobs(jobs, None if executor is None else run_code)
         finally:
             if executor is not None:
                 executor.close()
-        progress.update(bar, completed=len(jobs))  # math answers are checked without a bar
+        progress.update(completed=len(jobs))  # math answers are checked without a bar
     return results
 
 

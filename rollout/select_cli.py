@@ -257,7 +257,9 @@ def select_cmd(
     candidates_jsonl: Path | None = typer.Option(None, "--candidates", help=_HELP["candidates"]),
     problem: str | None = typer.Option(None, help="The problem statement."),
     problem_file: Path | None = typer.Option(None, help="File holding the problem statement."),
-    judge_model: str | None = typer.Option(None, help="Local HF model folder used as judge."),
+    judge_model: str | None = typer.Option(
+        None, help="Local HF model folder or .gguf file used as judge."
+    ),
     endpoint: str | None = typer.Option(None, help=_HELP["endpoint"]),
     served_model: str | None = typer.Option(None, help=_HELP["served_model"]),
     schedule: str = typer.Option(

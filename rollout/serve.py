@@ -302,7 +302,7 @@ def vllm_server_env(base: dict[str, str] | None = None) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> None:
     """Command line: ``python -m pairrl.rollout.serve --model PATH --port P``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="HF model folder (or hub id)")
+    parser.add_argument("--model", required=True, help="HF model folder, hub id or .gguf file")
     parser.add_argument("--served-model-name", default=None, help="default: the folder name")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)

@@ -36,6 +36,7 @@ ROOT_SHARED = {
     "pairrl.config",
     "pairrl.errors",
     "pairrl.memory",
+    "pairrl.model_source",
     "pairrl.progress",
     "pairrl.tiny_model",
     "pairrl.versions",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pairrl.config import load_config
-from pairrl.recipes.toy_addition import experiment
+from pairrl.recipes.comparison import experiment
 from pairrl.train.config import TrainConfig
 from pairrl.train.task_family import resolve_recipe
 
@@ -117,7 +117,7 @@ def test_a_marker_without_its_config_is_checked_against_the_trainers_record(
 def test_evaluation_only_options_keep_a_finished_baseline(
     calls: list[Path], tmp_path: Path
 ) -> None:
-    from pairrl.recipes.toy_addition.config import EVALUATION_ONLY
+    from pairrl.recipes.comparison.options import EVALUATION_ONLY
 
     cfg, options, run_dir, warm = _main_job(tmp_path)
     assert set(type(options).model_fields) >= EVALUATION_ONLY  # names fields that exist

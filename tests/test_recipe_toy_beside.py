@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pairrl.recipes.toy_addition import beside
+from pairrl.recipes.comparison import beside
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pairrl.recipes.toy_addition.intervals import PoolRecords, gain_intervals, read_pool_records
-from pairrl.recipes.toy_addition.report import format_table
+from pairrl.recipes.comparison.intervals import PoolRecords, gain_intervals, read_pool_records
+from pairrl.recipes.comparison.report import format_table
 from pairrl.rollout.judge_quality import pairwise_quality
 
 

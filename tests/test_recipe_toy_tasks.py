@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pairrl.recipes.comparison.report import curves_from_log_history, format_table, label
 from pairrl.recipes.toy_addition.conversations import (
     teacher_drops_carry,
     teacher_overcounts_units,
@@ -18,7 +19,6 @@ from pairrl.recipes.toy_addition.prompts import (
     worked_difference,
     worked_sum,
 )
-from pairrl.recipes.toy_addition.report import curves_from_log_history, format_table, label
 from pairrl.recipes.toy_addition.tasks import (
     AdditionProblem,
     all_problems,

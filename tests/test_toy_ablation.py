@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pairrl.config import load_config
-from pairrl.recipes.toy_addition.experiment import trained_models
+from pairrl.recipes.comparison.experiment import trained_models
 from pairrl.train.config import TrainConfig
 from pairrl.train.task_family import resolve_recipe
 

@@ -8,7 +8,8 @@ generation config and the tokenizer. A full fine-tuning checkpoint is written th
 without its optimiser state, so the export is always a servable folder.
 
 The source may be a run folder (its ``final/``, else its last ``checkpoint-N``), a
-checkpoint, or any adapter or model folder.
+checkpoint, any adapter or model folder, or a ``.gguf`` file (its converted folder,
+``pairrl.model_source``); ``--base`` may name a ``.gguf`` file too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Literal
 import typer
 
 from pairrl.errors import InputError
+from pairrl.model_source import resolve_model_path
 from pairrl.train.lora import ADAPTER_CONFIG, is_adapter_dir, require_peft
 
 __all__ = ["export_cmd", "export_model", "resolve_source"]
@@ -33,11 +35,11 @@ def _is_model_dir(path: Path) -> bool:
 
 
 def resolve_source(source: str | Path) -> Path:
-    """The model or adapter folder that ``source`` names: itself, or a run's final model
-    (else its last checkpoint)."""
+    """The model or adapter folder that ``source`` names: itself, a run's final model
+    (else its last checkpoint), or a ``.gguf`` file's converted folder."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    path = Path(source)
+    path = Path(resolve_model_path(source))
     if not path.is_dir():
         raise InputError(f"{path}: no such folder (give a run folder, a checkpoint or a model)")
     if (path / "final").is_dir() and _is_model_dir(path / "final"):
@@ -56,7 +58,7 @@ def resolve_source(source: str | Path) -> Path:
 def _base_path(adapter: Path, base: str | None) -> str:
     """The adapter's base model: ``base`` when given, else the one its config names."""
     if base:
-        return base
+        return resolve_model_path(base)
     recorded = json.loads((adapter / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
     if not recorded:
         raise InputError(f"{adapter / ADAPTER_CONFIG} names no base model: pass --base")
@@ -125,7 +127,9 @@ def export_model(
 
 def export_cmd(
     source: Path = typer.Argument(
-        ..., help="A run folder (its final/, else its last checkpoint), a checkpoint or a model."
+        ...,
+        help="A run folder (its final/, else its last checkpoint), a checkpoint, a model or "
+        "a .gguf file.",
     ),
     out: Path = typer.Option(..., "--out", help="New folder for the merged HF model."),
     base: str | None = typer.Option(

@@ -5,6 +5,8 @@
 conversations the data source or the recipe provides, into ``RUN/warm_start``. Only the
 main process builds; the others wait for it (``main_process_first``) and read the result.
 An existing ``RUN/warm_start`` (a resumed or repeated run) is reused, never retrained.
+A ``model.path`` naming a ``.gguf`` file (or ``smollm2``) trains the plain folder
+``pairrl.model_source`` converts it into (the main process converts; the others reuse).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pairrl.config import ConfigError
+from pairrl.model_source import resolve_model_path
 from pairrl.rollout.prompt_kit import Conversation
 from pairrl.train.config import TrainConfig
 
@@ -25,11 +28,13 @@ WARM_START_DIR = "warm_start"
 
 @dataclass(frozen=True)
 class Policy:
-    """The folder to train from, and what the warm start did (None when it did not run)."""
+    """The folder to train from, what the warm start did (None when it did not run), and
+    the folder ``model.path`` resolved to (a ``.gguf`` file's converted folder)."""
 
     path: str
     warm_start_dir: Path | None
     warm_start_report: dict[str, Any] | None
+    source: str
 
 
 def _build_tiny_if_missing(cfg: TrainConfig) -> None:
@@ -92,8 +97,9 @@ def prepare_policy(
     with state.main_process_first():
         if state.is_main_process and cfg.model.build_tiny:
             _build_tiny_if_missing(cfg)
+        source = resolve_model_path(cfg.model.path)
     if cfg.warm_start.steps == 0:
-        return Policy(cfg.model.path, None, None)
+        return Policy(source, None, None, source)
     warm_dir = run_dir / WARM_START_DIR
     report: dict[str, Any] | None = None
     with state.main_process_first():
@@ -104,7 +110,7 @@ def prepare_policy(
                     "warm_start.steps", ["the data source provides no warm-start conversations"]
                 )
             report = warm_start(
-                cfg.model.path,
+                source,
                 examples,
                 warm_dir,
                 steps=cfg.warm_start.steps,
@@ -116,4 +122,4 @@ def prepare_policy(
                 gradient_checkpointing=cfg.model.gradient_checkpointing,
                 show_progress=cfg.logging.console == "progress",
             )
-    return Policy(str(warm_dir), warm_dir, report)
+    return Policy(str(warm_dir), warm_dir, report, source)

@@ -3,8 +3,11 @@
 ``StepProgress`` is a ``transformers`` callback: a progress bar with the ETA and the few
 numbers a user watches (pass rate, judge balanced accuracy, verification reward), while every log dict TRL
 emits goes, one JSON line each, to ``RUN/train_log.jsonl`` (``tail -f`` it on a cluster)
-instead of the console. ``logging.console: dicts`` keeps TRL's own per-step printing.
-Only the main process draws or writes.
+instead of the console. In a log file (Slurm, nohup) the bar is plain lines: one when
+training starts, one every ``$PAIRRL_PROGRESS_EVERY_S`` seconds (steps done/total, s/it,
+elapsed, ETA and those numbers) and one when it ends (``pairrl.progress``).
+``logging.console: dicts`` keeps TRL's own per-step printing. Only the main process draws
+or writes.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from pairrl.progress import Bar, bar
 
 __all__ = ["WATCHED", "StepProgress", "quiet_console"]
 
-# Shown on the bar when present in a log (short names and two decimals: the bar must fit
-# one 80-column line, a batch log's width).
+# Shown on the bar, and on a log file's progress lines, when present in a log (short names
+# and two decimals: the bar must fit one 80-column terminal line).
 WATCHED = {
     "pairrl/solution_pass_rate": "pass",
     "judge/balanced_accuracy": "BA",

@@ -295,6 +295,7 @@ def _finish(
     return {
         "main_process": is_main,
         "run_dir": str(run_dir),
+        "model_source": policy.source,
         "final_model": str(final_dir),
         "metrics_file": str(run_dir / "metrics.jsonl"),
         "resumed_from": setup.checkpoint,

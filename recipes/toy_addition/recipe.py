@@ -14,13 +14,21 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from pairrl.recipes.comparison.report import TaskDescription
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.tasks import AdditionProblem, split_problems
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
 from pairrl.train.task_family import FinishedRun
 
-__all__ = ["ToyAdditionRecipe"]
+__all__ = ["TOY_TASK", "ToyAdditionRecipe"]
+
+
+TOY_TASK = TaskDescription(
+    title="toy addition",
+    summary="toy_addition: two-digit a + b (a three-digit sum) as code run by the executor; "
+    "the judge checks a candidate c by computing c - a",
+)
 
 
 class ToyAdditionRecipe:
@@ -71,7 +79,7 @@ class ToyAdditionRecipe:
         """The comparison's work that needs only the warm start, started beside training."""
         if not options.evaluate or warm_start_dir is None:
             return nullcontext()
-        from pairrl.recipes.toy_addition.beside import Beside
+        from pairrl.recipes.comparison.beside import Beside
 
         return Beside(cfg, options, run_dir, warm_start_dir)
 
@@ -85,9 +93,9 @@ class ToyAdditionRecipe:
             return {"evaluated": False}
         if run.warm_start_dir is None:
             raise ValueError("the toy recipe compares against its warm start: warm_start.steps > 0")
-        from pairrl.recipes.toy_addition.report import finish
+        from pairrl.recipes.comparison.report import finish
 
-        summary = finish(cfg, options, run)
+        summary = finish(cfg, options, run, TOY_TASK)
         return {
             "verification_gain": summary["verification_gain"],
             "summary": str(run.run_dir / "summary.json"),

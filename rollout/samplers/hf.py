@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from pairrl.model_source import resolve_model_path
 from pairrl.rollout.samplers.base import (
     Completion,
     Prompt,
@@ -110,9 +111,11 @@ class HFSampler:
         dtype: str = "auto",
         batch_size: int = 16,
     ) -> HFSampler:
-        """Load a model folder (or hub id) with its tokenizer; padding on the left."""
+        """Load a model folder, hub id or ``.gguf`` file (its converted folder,
+        ``pairrl.model_source``) with its tokenizer; padding on the left."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        path = resolve_model_path(path)
         tokenizer = AutoTokenizer.from_pretrained(path)
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pairrl.model_source import resolve_model_path
 from pairrl.rollout.samplers.base import (
     Completion,
     Prompt,
@@ -207,7 +208,7 @@ class VLLMSampler:
         self.max_logprobs = max_logprobs
         self.cpu = vllm_is_cpu()
         kwargs: dict[str, Any] = {
-            "model": model,
+            "model": resolve_model_path(model),  # a .gguf file: its converted folder
             "tensor_parallel_size": tensor_parallel_size,
             "gpu_memory_utilization": gpu_memory_utilization,
             "max_model_len": max_model_len,

@@ -22,10 +22,16 @@ import json
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pairrl.recipes.comparison.options import ComparisonOptions
+from pairrl.train.config import TrainConfig
+from pairrl.train.task_family import FinishedRun
+
 __all__ = [
+    "TaskDescription",
     "curves_from_log_history",
     "finish",
     "format_table",
@@ -111,7 +117,7 @@ def measured_gain(
 ) -> dict[str, Any]:
     """:func:`verification_gain`, with paired 95% intervals (``ci95``) of the gains over
     GRPO on the shared pool when there is a GRPO to compare with."""
-    from pairrl.recipes.toy_addition.intervals import run_gain_intervals
+    from pairrl.recipes.comparison.intervals import run_gain_intervals
 
     gain = verification_gain(models, mode)
     if "judge_balanced_accuracy_vs_grpo" in gain:
@@ -181,10 +187,21 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TaskDescription:
+    """How the summary names a recipe's task family: a short ``title`` (in the demo's
+    title) and a one-line ``summary`` of the task and how the judge can check it."""
+
+    title: str
+    summary: str
+
+
+def finish(
+    cfg: TrainConfig, options: ComparisonOptions, run: FinishedRun, task: TaskDescription
+) -> dict[str, Any]:
     """Baselines, benchmark runs, summary.json, demo.png, the table (see module docstring)."""
-    from pairrl.recipes.toy_addition.beside import Beside
-    from pairrl.recipes.toy_addition.experiment import all_model_metrics, swiss_selector
+    from pairrl.recipes.comparison.beside import Beside
+    from pairrl.recipes.comparison.experiment import all_model_metrics, swiss_selector
     from pairrl.versions import library_versions
 
     mode = cfg.rollout.mode
@@ -210,12 +227,11 @@ def finish(cfg: Any, options: Any, run: Any) -> dict[str, Any]:
         "total": time.time() - run.started_at if run.started_at else None,
     }
     summary: dict[str, Any] = {
-        "title": f"PairRL vs {', '.join(label(m) for m in baselines)} on toy addition, "
+        "title": f"PairRL vs {', '.join(label(m) for m in baselines)} on {task.title}, "
         f"seed {cfg.seed}",
         "seed": cfg.seed,
         "mode": mode,
-        "task": "toy_addition: two-digit a + b (a three-digit sum) as code run by the executor; "
-        "the judge checks a candidate c by computing c - a",
+        "task": task.summary,
         "heldout": {
             "problems": evals["warm_start"]["num_tasks"],
             "k": options.eval_k,
@@ -256,7 +272,7 @@ def plot_demo(path: str | Path, summary: dict[str, Any]) -> Path:
     _plot_curves(axes[:2], summary)
     _plot_heldout(axes[2], summary)
     _plot_gains(axes[3], summary)
-    fig.suptitle(summary.get("title", "PairRL toy demo"))
+    fig.suptitle(summary.get("title", "PairRL against its baselines"))
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=100)

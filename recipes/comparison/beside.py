@@ -27,14 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pairrl.recipes.toy_addition.config import ToyAdditionOptions
-from pairrl.recipes.toy_addition.experiment import (
+from pairrl.recipes.comparison.experiment import (
     SHARED_POOL_MODEL,
     evaluate_models,
     evaluate_own,
     evaluate_shared_pool,
     train_baselines,
 )
+from pairrl.recipes.comparison.options import ComparisonOptions
+from pairrl.train.config import TrainConfig
 
 __all__ = ["Beside", "ThreadPlan", "thread_plan"]
 
@@ -51,7 +52,7 @@ class ThreadPlan:
     beside: int
 
 
-def thread_plan(options: ToyAdditionOptions) -> ThreadPlan | None:
+def thread_plan(options: ComparisonOptions) -> ThreadPlan | None:
     """The plan when the main job has work beside training on a CPU run of one process
     with two or more threads (half each, the odd one to training), else None: everything
     on the threads the process has. ``side_by_side`` does not change it."""
@@ -89,7 +90,7 @@ class Beside:
     return what ``evaluate_models`` and ``train_baselines`` would."""
 
     def __init__(
-        self, cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path
+        self, cfg: TrainConfig, options: ComparisonOptions, run_dir: Path, warm_start_dir: Path
     ) -> None:
         self.cfg, self.options = cfg, options
         self.run_dir, self.warm_start_dir = run_dir, warm_start_dir
@@ -225,7 +226,7 @@ def _start_lane(link: Any, threads: int, quiet: bool) -> None:
 
 
 def _baselines_lane(
-    cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path
+    cfg: TrainConfig, options: ComparisonOptions, run_dir: Path, warm_start_dir: Path
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Train the baselines from the warm start and evaluate each (the pool exists by now)."""
     baselines = train_baselines(cfg, options, run_dir, warm_start_dir)

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from pairrl.eval.config import EvalConfig
-from pairrl.recipes.toy_addition.config import EVALUATION_ONLY, ToyAdditionOptions
+from pairrl.recipes.comparison.options import EVALUATION_ONLY, ComparisonOptions
+from pairrl.train.config import TrainConfig
 
 __all__ = [
     "SHARED_POOL_MODEL",
@@ -46,7 +47,7 @@ BASELINE_DONE = "baseline.json"  # written when a baseline ran to its end: wall 
 
 
 def train_baselines(
-    cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path
+    cfg: TrainConfig, options: ComparisonOptions, run_dir: Path, warm_start_dir: Path
 ) -> dict[str, dict[str, Any]]:
     """Train each baseline from the main run's warm start (``mode`` or ``mode@G``, G its
     group size), same seed and steps; {name: {final_dir, wall_s, log_history}}. A baseline
@@ -66,7 +67,7 @@ def baseline_folder(run_dir: Path, name: str) -> Path:
     return run_dir / "baselines" / name.replace("@", "-g")
 
 
-def trained_models(cfg: Any, options: ToyAdditionOptions, run_dir: Path) -> dict[str, Path]:
+def trained_models(cfg: TrainConfig, options: ComparisonOptions, run_dir: Path) -> dict[str, Path]:
     """Every model a finished main job in ``run_dir`` compares: {name: model folder}."""
     models = {SHARED_POOL_MODEL: run_dir / "warm_start"}
     for name in options.baselines:
@@ -76,7 +77,9 @@ def trained_models(cfg: Any, options: ToyAdditionOptions, run_dir: Path) -> dict
     return models
 
 
-def baseline_config(cfg: Any, options: ToyAdditionOptions, name: str, warm_start_dir: Path) -> Any:
+def baseline_config(
+    cfg: TrainConfig, options: ComparisonOptions, name: str, warm_start_dir: Path
+) -> Any:
     """The main run's config with the baseline's mode (and group size), from the warm start."""
     mode, _, group = name.partition("@")
     rollout = {**cfg.rollout.model_dump(), "mode": mode}
@@ -168,8 +171,8 @@ def _read_log(path: Path) -> list[dict[str, Any]]:
 
 
 def eval_config(
-    cfg: Any,
-    options: ToyAdditionOptions,
+    cfg: TrainConfig,
+    options: ComparisonOptions,
     out_dir: Path,
     model_dir: Path,
     pool: Path | None = None,
@@ -240,7 +243,7 @@ def eval_config(
 
 
 def evaluate_models(
-    cfg: Any, options: ToyAdditionOptions, run_dir: Path, models: dict[str, Path]
+    cfg: TrainConfig, options: ComparisonOptions, run_dir: Path, models: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     """Both benchmark runs for every model (the shared pool's owner first: the others judge
     its candidates); their summaries."""
@@ -255,7 +258,7 @@ def evaluate_models(
 
 
 def evaluate_own(
-    cfg: Any, options: ToyAdditionOptions, run_dir: Path, name: str, model: Path
+    cfg: TrainConfig, options: ComparisonOptions, run_dir: Path, name: str, model: Path
 ) -> dict[str, Any]:
     """The model's run on its own candidates (``RUN/eval/<name>``); its summary."""
     from pairrl.eval.runner import run_eval
@@ -264,8 +267,8 @@ def evaluate_own(
 
 
 def evaluate_shared_pool(
-    cfg: Any,
-    options: ToyAdditionOptions,
+    cfg: TrainConfig,
+    options: ComparisonOptions,
     run_dir: Path,
     name: str,
     model: Path,
@@ -282,13 +285,13 @@ def evaluate_shared_pool(
     return run_eval(eval_config(cfg, options, out_dir, model, pool, cache_apart)).summary
 
 
-def swiss_selector(options: ToyAdditionOptions) -> str:
+def swiss_selector(options: ComparisonOptions) -> str:
     """The name of the benchmark's Swiss selector at the recipe's budget (``swiss_2n``)."""
     return f"swiss_{options.swiss_budget_per_candidate}n"
 
 
 def all_model_metrics(
-    evals: dict[str, dict[str, Any]], names: Iterable[str], options: ToyAdditionOptions
+    evals: dict[str, dict[str, Any]], names: Iterable[str], options: ComparisonOptions
 ) -> dict[str, dict[str, Any]]:
     """:func:`model_metrics` of every model named, from ``evaluate_models``'s summaries."""
     swiss = swiss_selector(options)

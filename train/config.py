@@ -200,6 +200,28 @@ class LossConfig(PairrlModel):
     num_iterations: int = Field(
         default=1, ge=1, le=16, description="optimisation passes per generated batch"
     )
+    max_forward_tokens: int | None = Field(
+        default=2048,
+        ge=1,
+        le=1_048_576,
+        description="most tokens (rows x padded width) one forward of the loss's log-probs "
+        "holds activations for: a larger micro-batch runs in row chunks of at most this "
+        "(a row is never split), all but the last recomputed in the backward "
+        "(pairrl.train.trainer.forward_in_buckets), so the activations held at once are one "
+        "chunk's (about 1.5 MB per token for SmolLM2-135M in float32) for one more forward "
+        "of the other chunks; the same loss and gradients up to float rounding. With "
+        "model.gradient_checkpointing the chunks are not recomputed again (each layer already "
+        "is): every chunk's layer inputs stay held, and only the per-layer recompute is one "
+        "chunk's. null: one forward per padding bucket",
+    )
+    logits_chunk_tokens: int = Field(
+        default=1024,
+        ge=1,
+        le=65536,
+        description="completion positions per LM-head call when computing log-probs and "
+        "entropies (pairrl.train.chunked_logps): the logits of one call exist at a time "
+        "(on CPU about 8 x this x min(vocabulary, 32768) x 4 bytes of temporaries)",
+    )
 
 
 class OptimConfig(PairrlModel):

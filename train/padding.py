@@ -6,7 +6,8 @@ each trimmed to its own widest row, computes the same values up to float roundin
 masked positions take no part in attention and rotary attention depends only on
 relative positions. The RL update (``pairrl.train.trainer.forward_in_buckets``, prompts
 left-padded) and the warm start (``right_padded_buckets``, conversations right-padded)
-both split this way.
+both split this way. Within a bucket, ``token_chunks`` cuts the rows into chunks of at most a
+token budget (rows x width), so that one forward never holds more activations than that.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["padding_buckets", "right_padded_buckets"]
+__all__ = ["padding_buckets", "right_padded_buckets", "token_chunks"]
 
 
 def padding_buckets(widths: list[int], min_saving: float = 0.25) -> list[list[int]]:
@@ -38,6 +39,23 @@ def padding_buckets(widths: list[int], min_saving: float = 0.25) -> list[list[in
     if best_k == n or best_cost > (1.0 - min_saving) * n * sorted_widths[-1]:
         return [order]
     return [order[:best_k], order[best_k:]]
+
+
+def token_chunks(rows: list[int], width: int, max_tokens: int | None) -> list[list[int]]:
+    """``rows`` (each ``width`` tokens wide) as consecutive chunks of at most ``max_tokens``
+    tokens, of near-equal row counts; one row is never split, so a single row wider than the
+    budget is a chunk of its own. ``max_tokens`` None: one chunk.
+
+    >>> token_chunks([4, 0, 2, 1, 3], width=100, max_tokens=250)
+    [[4], [0, 2], [1, 3]]
+    """
+    if max_tokens is None or not rows:
+        return [rows]
+    per_chunk = max(1, max_tokens // max(width, 1))
+    count = -(-len(rows) // per_chunk)
+    # near-equal chunks (5 rows at most 2 per chunk: 1 + 2 + 2, not 2 + 2 + 1) keep the matrix
+    # products of every chunk about as wide
+    return [rows[i * len(rows) // count : (i + 1) * len(rows) // count] for i in range(count)]
 
 
 def right_padded_buckets(batch: dict[str, Any]) -> list[dict[str, Any]]:

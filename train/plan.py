@@ -5,6 +5,9 @@ problem repeated G times consecutively, and hands each process a contiguous slic
 ``per_device_train_batch_size * steps_per_generation`` rows. PairRL builds pairs from a
 problem's own solutions, so a problem's G rows must sit on one process: the slice must
 hold whole groups, i.e. ``problems_per_step`` must be a multiple of the process count.
+Within a micro-batch, the update's forward runs in row chunks of at most
+``max_forward_tokens`` (rows x padded width) and the LM head on ``logits_chunk_tokens``
+completion positions at a time (``pairrl.train.trainer``); both bound memory, not the batch.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class RunPlan:
     judgement_baseline: str
     output_dir: str
     trainable: str = "all weights"
+    max_forward_tokens: int | None = None
+    logits_chunk_tokens: int = 1024
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict for printing and JSON."""
@@ -131,6 +136,8 @@ def resolve_plan(
         judgement_baseline=cfg.advantage.judgement_baseline,
         output_dir=str(run_dir(cfg, out)),
         trainable=describe_lora(cfg.model.lora),
+        max_forward_tokens=cfg.loss.max_forward_tokens,
+        logits_chunk_tokens=cfg.loss.logits_chunk_tokens,
     )
 
 

@@ -27,12 +27,17 @@ baseline for judgements next to a per-problem baseline for solutions (see that m
 It also records the PairRL metrics (``pairrl.train.metrics``) and corrects the advantage column
 of TRL's completions table.
 
-The second (``_get_per_token_logps_and_entropies``, a speed-up only, single process)
-runs TRL's forward once per padding bucket (``forward_in_buckets``): TRL left-pads every prompt of a batch to
-the longest, and a PairRL batch mixes short generation prompts with ~3x longer pairwise
-prompts, so without it every solution row pays the judgement width. Everything else
-(loss, clipping, optimiser, checkpoints, vLLM weight sync, logging) is TRL's and
-transformers' own.
+The second (``_get_per_token_logps_and_entropies``, single process) computes TRL's per-token
+log-probs and entropies with bounded memory (``forward_in_buckets``): TRL left-pads every
+prompt of a batch to the longest, and a PairRL batch mixes short generation prompts with ~3x
+longer pairwise prompts, so the rows run per padding bucket, each trimmed to its own width;
+each bucket is cut into row chunks of at most ``loss.max_forward_tokens`` tokens, all but the
+last recomputed in the backward, so that the model body's activations (about 1.5 MB per
+token for SmolLM2-135M in float32) are held for one chunk at a time; and only the positions
+that predict a completion token go through the LM head, in chunks of
+``loss.logits_chunk_tokens`` (``pairrl.train.chunked_logps``), so no full-vocabulary row is
+kept per token. Everything else (loss, clipping, optimiser, checkpoints, vLLM weight sync,
+logging) is TRL's and transformers' own.
 
 With vLLM colocated on vLLM's CPU build, the engine's settings and the weight sync differ
 from TRL's (``pairrl.train.vllm_cpu``); the trainer applies them around its construction,
@@ -52,15 +57,17 @@ from typing import Any
 
 import torch
 from accelerate.utils import gather_object
+from torch.utils.checkpoint import checkpoint
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from pairrl.rollout.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
 from pairrl.rollout.pairrl_rollout import PairRLRollout
 from pairrl.train.advantages import compute_advantages, sample_type_weights
+from pairrl.train.chunked_logps import causal_lm, completion_logps, plain_lm_head
 from pairrl.train.config import AdvantageConfig, LossConfig
 from pairrl.train.metrics import step_metrics
-from pairrl.train.padding import padding_buckets
+from pairrl.train.padding import padding_buckets, token_chunks
 
 __all__ = [
     "PairRLTrainer",
@@ -122,27 +129,35 @@ def forward_in_buckets(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     logits_to_keep: int,
+    max_tokens: int | None = None,
+    recompute: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``forward(input_ids, attention_mask)`` per padding bucket, results in the input order.
+    """``forward(input_ids, attention_mask)`` per padding bucket and token chunk, results in
+    the input order.
 
     Prompts are left-padded to the batch's widest one, so a batch mixing short solution
     prompts with long judgement prompts pays the long width on every row. Each bucket drops
     the leading columns that are padding in all its rows: masked keys take no part in
     attention and rotary attention depends only on relative positions, so the per-token
     log-probs are the same up to float rounding (checked in tests/test_train_padding.py).
+    Each bucket is then cut into chunks of at most ``max_tokens`` (rows x width,
+    ``token_chunks``). With ``recompute`` and several chunks, all but the last run under
+    ``torch.utils.checkpoint``: the forward keeps only their inputs and outputs, and the
+    backward recomputes one chunk at a time, so the activations held at once are about one
+    chunk's, for one more forward of those chunks.
     """
-    prompt_width = input_ids.size(1) - logits_to_keep
-    real = attention_mask[:, :prompt_width] != 0
-    # first real prompt column per row (prompt_width when a row has no prompt token)
-    first = torch.where(real.any(dim=1), real.int().argmax(dim=1), prompt_width)
-    buckets = padding_buckets((prompt_width - first).tolist())
-    if len(buckets) == 1:
+    pieces = _row_pieces(attention_mask, logits_to_keep, max_tokens)
+    if len(pieces) == 1 and pieces[0][1] == 0:
         return forward(input_ids, attention_mask)
     logps, entropies, order = [], [], []
-    for rows in buckets:
+    for i, (rows, trim) in enumerate(pieces):
         index = torch.tensor(rows, device=input_ids.device)
-        trim = int(first[index].min())
-        lp, ent = forward(input_ids[index, trim:], attention_mask[index, trim:])
+        args = (input_ids[index, trim:], attention_mask[index, trim:])
+        if recompute and i < len(pieces) - 1:
+            lp, ent = checkpoint(forward, *args, use_reentrant=False)
+        else:
+            # the last chunk's backward runs first, while nothing else is recomputed
+            lp, ent = forward(*args)
         logps.append(lp)
         entropies.append(ent)
         order.extend(rows)
@@ -152,6 +167,24 @@ def forward_in_buckets(
     )
     entropy = None if entropies[0] is None else torch.cat(entropies)[inverse]
     return torch.cat(logps)[inverse], entropy
+
+
+def _row_pieces(
+    attention_mask: torch.Tensor, logits_to_keep: int, max_tokens: int | None
+) -> list[tuple[list[int], int]]:
+    """(rows, leading columns to drop) per forward: padding buckets, each in token chunks.
+    One bucket is not trimmed (its rows keep the batch's width, as one forward would)."""
+    prompt_width = attention_mask.size(1) - logits_to_keep
+    real = attention_mask[:, :prompt_width] != 0
+    # first real prompt column per row (prompt_width when a row has no prompt token)
+    first = torch.where(real.any(dim=1), real.int().argmax(dim=1), prompt_width)
+    buckets = padding_buckets((prompt_width - first).tolist())
+    pieces = []
+    for rows in buckets:
+        trim = int(first[rows].min()) if len(buckets) > 1 else 0
+        width = attention_mask.size(1) - trim
+        pieces.extend((chunk, trim) for chunk in token_chunks(rows, width, max_tokens))
+    return pieces
 
 
 def batch_advantages(
@@ -254,12 +287,16 @@ class PairRLTrainer(GRPOTrainer):
         compute_aux_loss: bool = False,
         **extra: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """TRL's, run per padding bucket (``forward_in_buckets``): one process, text only.
+        """TRL's values, computed per padding bucket and token chunk (``forward_in_buckets``)
+        with the chunked LM head (``pairrl.train.chunked_logps``): one process, text only.
 
-        With several processes it is TRL's single forward: the bucket count can differ
-        between processes, and ZeRO-3 / FSDP gather weights collectively inside every
-        forward (a differing count would hang); several forwards per backward under DDP are
-        untested.
+        With several processes or an MoE aux loss it is TRL's own method: the chunk count
+        can differ between processes, and ZeRO-3 / FSDP gather weights collectively inside
+        every forward (a differing count would hang); several forwards per backward under
+        DDP are untested. One process under DeepSpeed or FSDP, a model whose logits are more
+        than ``hidden @ W.T`` (soft-capping, logit scales) or whose forward PEFT changes
+        (prompt learning) get TRL's fused head per bucket and chunk instead of the chunked
+        one; under DeepSpeed or FSDP no chunk is recomputed.
         """
         parent = super()._get_per_token_logps_and_entropies
         if (
@@ -277,8 +314,54 @@ class PairRLTrainer(GRPOTrainer):
                 compute_aux_loss=compute_aux_loss,
                 **extra,
             )
+        # one process of DeepSpeed / FSDP: their hooks gather weights inside module forwards,
+        # which neither a direct read of the head's weight nor a recompute goes through
+        plain = getattr(self.accelerator, "distributed_type", "NO") == "NO"
+        lm = causal_lm(self.accelerator.unwrap_model(model))
+        forward = self._chunk_forward(
+            parent, model, logits_to_keep, batch_size, compute_entropy, chunked=plain
+        )
+        logps, entropies = forward_in_buckets(
+            forward,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            max_tokens=self.loss.max_forward_tokens,
+            # HF gradient checkpointing already recomputes every layer in the backward
+            recompute=plain
+            and torch.is_grad_enabled()
+            and not getattr(lm, "is_gradient_checkpointing", False),
+        )
+        return logps, entropies, None
+
+    def _chunk_forward(
+        self,
+        parent: Callable[..., Any],
+        model: Any,
+        logits_to_keep: int,
+        batch_size: int | None,
+        compute_entropy: bool,
+        chunked: bool,
+    ) -> Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]:
+        """One chunk's (log-probs, entropies): with ``chunked``, the chunked LM head when the
+        model has a plain one and the chunk is wider than the completion; else TRL's
+        (``parent``) fused head."""
+        unwrapped = self.accelerator.unwrap_model(model)
+        chunked = chunked and plain_lm_head(unwrapped) is not None
 
         def forward(ids: torch.Tensor, mask: torch.Tensor) -> tuple[Any, Any]:
+            if chunked and ids.size(1) > logits_to_keep:
+                with self.accelerator.autocast():
+                    return completion_logps(
+                        unwrapped,
+                        ids,
+                        mask,
+                        logits_to_keep,
+                        temperature=self.temperature,
+                        chunk_tokens=self.loss.logits_chunk_tokens,
+                        compute_entropy=compute_entropy,
+                        fp32_head=bool(getattr(self.args, "cast_lm_head_to_fp32", False)),
+                    )
             logps, entropies, _ = parent(
                 model,
                 ids,
@@ -289,8 +372,7 @@ class PairRLTrainer(GRPOTrainer):
             )
             return logps, entropies
 
-        logps, entropies = forward_in_buckets(forward, input_ids, attention_mask, logits_to_keep)
-        return logps, entropies, None
+        return forward
 
     def _replace_logged_advantages(self, advantages: list[float]) -> None:
         """TRL appended its own (group-mean) advantages to the completions log; swap in ours."""

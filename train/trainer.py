@@ -13,8 +13,9 @@ One training step, in order (TRL's ``training_step`` drives it; the file of each
    ``train/advantages.py``): solutions centred on their problem's solutions, judgements on
    the batch's judgements, times lambda (``advantage:``);
 4. **update**: TRL's clipped policy loss (``loss:``; checked by hand in
-   ``tests/test_policy_loss.py``), its forward run per padding bucket
-   (``train/padding.py``), and the optimiser step;
+   ``tests/test_policy_loss.py``) on log-probs computed per padding bucket and row chunk
+   (``train/padding.py``) with a chunked LM head (``train/chunked_logps.py``), and the
+   optimiser step;
 5. **log**: TRL's metrics plus PairRL's (``train/metrics.py``) to ``train_log.jsonl``, the
    console (``train/progress.py``) and W&B;
 6. **checkpoint**: TRL's, every ``checkpoint.every_steps`` and on SIGTERM

@@ -35,8 +35,14 @@ __all__ = [
 NO_JUDGE: tuple[str, ...] = NO_JUDGE_SELECTORS
 # Run when named, never by default: the vote over final answers (identical programs for code).
 EXTRA_NO_JUDGE: tuple[str, ...] = ("majority",)
-# The pointwise judges, then every tournament selector of the schedule registry.
-JUDGE_SELECTORS: tuple[str, ...] = ("pointwise_ab", "pointwise_think", *TOURNAMENT_SELECTORS)
+# The pointwise judges (``pairrl.eval.judge_controls.POINTWISE_SELECTORS``), then every
+# tournament selector of the schedule registry.
+JUDGE_SELECTORS: tuple[str, ...] = (
+    "pointwise_ab",
+    "pointwise_think",
+    "pointwise_rating",
+    *TOURNAMENT_SELECTORS,
+)
 ALL_SELECTORS: tuple[str, ...] = NO_JUDGE + JUDGE_SELECTORS + EXTRA_NO_JUDGE
 SelectorName = Literal[ALL_SELECTORS]  # type: ignore[valid-type]
 """What ``selectors`` accepts: the names in ``ALL_SELECTORS``."""
@@ -127,9 +133,9 @@ class JudgeConfig(PairrlModel):
     )
     readout: Literal["sampled", "expected", "forced"] = Field(
         "sampled",
-        description="Pairwise ratings: parse the tags (sampled), expectation over 1..10 at "
-        "the tags the judge wrote (expected), or no reasoning: tags forced at once and "
-        "read as expectations (forced)",
+        description="Pairwise ratings and pointwise_rating's rating: parse the tags "
+        "(sampled), expectation over 1..10 at the tags the judge wrote (expected), or no "
+        "reasoning: tags forced at once and read as expectations (forced)",
     )
     max_tokens: int = Field(
         512,

@@ -104,7 +104,10 @@ class CachedJudge:
         return content_key(*parts) if occurrence == 0 else content_key(*parts, occurrence)
 
     def point_key(self, mode: str, messages: Any) -> str:
-        """Cache key of one pointwise judgement (`ab` or `ab_think`)."""
+        """Cache key of one pointwise judgement (`ab`, `ab_think`, or `rating` under the
+        judge's read-out)."""
+        if mode == "rating":
+            return content_key("point", self._settings(), mode, self.readout, messages)
         think = self.think_tokens if mode == "ab_think" else None
         return content_key("point", self._settings(), mode, think, messages)
 
@@ -120,8 +123,11 @@ class CachedJudge:
         return self._resolve(keys, asks, self.pair_cache, self._judge_pairs)
 
     def pointwise(self, mode: str, items: Sequence[tuple[Any, str]]) -> list[Verdict]:
-        """(task, solution) pairs -> verdicts with values [P(correct)]."""
-        prompts = [self.kit.pointwise_ab(task, s) for task, s in items]
+        """(task, solution) pairs -> verdicts with values [P(correct)] (modes `ab`,
+        `ab_think`: the kit's yes/no prompt) or [rating] (mode `rating`: the kit's 1-10
+        pointwise prompt; a real number in [1, 10], an integer when sampled)."""
+        build = self.kit.pointwise if mode == "rating" else self.kit.pointwise_ab
+        prompts = [build(task, s) for task, s in items]
         keys = [self.point_key(mode, p) for p in prompts]
         return self._resolve(
             keys, prompts, self.point_cache, lambda xs: self._judge_points(mode, xs)
@@ -220,6 +226,8 @@ class CachedJudge:
     def _judge_points(self, mode: str, prompts: list[Any]) -> list[Verdict]:
         from pairrl.rollout.judges import JudgeFailure, PointwiseJudge
 
+        if mode == "rating":
+            return self._judge_ratings(prompts)
         think = self.think_tokens if mode == "ab_think" else None
         judge = PointwiseJudge(
             self.sampler,  # type: ignore[arg-type]
@@ -235,6 +243,33 @@ class CachedJudge:
         for prompt, res in zip(prompts, results, strict=True):
             values = None if isinstance(res, JudgeFailure) else [float(res.value)]
             out.append(self._verdict(res, values, prompt, per_item))
+        return out
+
+    def _judge_ratings(self, prompts: list[Any]) -> list[Verdict]:
+        """1-10 ratings under the judge's read-out: `sampled` parses the `<rating>` tag,
+        `expected` reads the expectation over the rating tokens where the judge wrote the
+        tag, `forced` forces the answer to open with `<rating>` and reads it there."""
+        from pairrl.rollout.judges import JudgeFailure, PointwiseJudge, forced_point_verdicts
+        from pairrl.rollout.prompts import continuation
+
+        t0 = time.perf_counter()
+        if self.readout == "forced":
+            results = forced_point_verdicts(self.sampler, prompts, self.min_rating_mass)
+        else:
+            judge = PointwiseJudge(
+                self.sampler,  # type: ignore[arg-type]
+                mode="rating",
+                readout=self.readout,  # type: ignore[arg-type]
+                sampling=self.sampling,
+                min_rating_mass=self.min_rating_mass,
+            )
+            results = judge.judge_rating_prompts(prompts)
+        per_item = (time.perf_counter() - t0) / max(1, len(prompts))
+        out: list[Verdict] = []
+        for prompt, res in zip(prompts, results, strict=True):
+            values = None if isinstance(res, JudgeFailure) else [float(res.value)]
+            scored_at = continuation(prompt, "<rating>") if self.readout == "forced" else None
+            out.append(self._verdict(res, values, prompt, per_item, scored_at))
         return out
 
     def _verdict(

@@ -23,7 +23,13 @@ from pairrl.rollout.judge_quality import pairwise_quality, pointwise_quality
 
 __all__ = ["POINTWISE_SELECTORS", "quality_controls", "selective_rows"]
 
-POINTWISE_SELECTORS: dict[str, str] = {"pointwise_ab": "ab", "pointwise_think": "ab_think"}
+POINTWISE_SELECTORS: dict[str, str] = {
+    "pointwise_ab": "ab",
+    "pointwise_think": "ab_think",
+    "pointwise_rating": "rating",
+}
+"""Pointwise selector -> the judge's pointwise mode (``CachedJudge.pointwise``): ``ab`` and
+``ab_think`` give P(correct) from the A/B logits, ``rating`` the 1-10 rating."""
 
 
 def selective_rows(
@@ -97,7 +103,7 @@ def quality_controls(
         for tid, v in zip(foreign, verdicts, strict=True):
             ledgers[tid].account(f"quality:{name}", "foreign solution", v)
             foreign_p.append(v.values[0] if v.ok and v.values else None)
-        quality[name] = pointwise_quality(recs, foreign_p)
+        quality[name] = pointwise_quality(recs, foreign_p, rated=mode == "rating")
     pair_recs = [r for r in records if r["kind"] == "comparison"]
     if pair_recs and cfg.judge.controls:
         quality["pairwise"] = _pairwise_controls(

@@ -1,6 +1,12 @@
-"""The judge selectors: pointwise (A/B logits, with or without thinking) and tournaments
-(``pairrl.eval.tournament_selectors``), then selective verification and the judge-quality
-controls (``pairrl.eval.judge_controls``).
+"""The judge selectors: pointwise (A/B logits, with or without thinking; the 1-10 rating)
+and tournaments (``pairrl.eval.tournament_selectors``), then selective verification and
+the judge-quality controls (``pairrl.eval.judge_controls``).
+
+A pointwise selector judges each of a task's candidates once and picks the best score:
+P(correct) for ``pointwise_ab`` / ``pointwise_think``, the rating for ``pointwise_rating``
+(read as ``judge.readout`` says: the parsed ``<rating>`` tag, or its expectation over the
+rating tokens). Ties are broken as the tournaments break them
+(``pairrl.rollout.aggregation.rank_candidates``: then the lowest index).
 
 All judge calls go through `CachedJudge`, so the gate's replay re-derives every one of
 them from the cache; each requested judgement counts towards its stage's expected calls,
@@ -11,6 +17,7 @@ Candidates whose sampling failed are never shown to the judge.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +37,7 @@ from pairrl.eval.tournament_selectors import (
     cost_of,
     run_tournaments,
 )
+from pairrl.rollout.aggregation import rank_candidates
 
 __all__ = ["TOURNAMENT_SELECTORS", "JudgeOutcome", "judge_solution", "run_judge_selectors"]
 
@@ -167,9 +175,9 @@ def _pointwise(
         for i, c in enumerate(run.candidates[tid])
         if c.error is None
     ]
-    verdicts = judge.pointwise(
-        POINTWISE_SELECTORS[name], [(tasks[t], solutions[t][i]) for t, i in asks]
-    )
+    mode = POINTWISE_SELECTORS[name]
+    verdicts = judge.pointwise(mode, [(tasks[t], solutions[t][i]) for t, i in asks])
+    value_field = "rating" if mode == "rating" else "p_correct"
     by_task: dict[str, list[tuple[int, Any]]] = {t: [] for t in run.task_ids}
     for (tid, i), v in zip(asks, verdicts, strict=True):
         by_task[tid].append((i, v))
@@ -180,7 +188,7 @@ def _pointwise(
                 "selector": name,
                 "task_id": tid,
                 "candidate": i,
-                "p_correct": v.values[0] if v.ok and v.values else None,
+                value_field: v.values[0] if v.ok and v.values else None,
                 "failure": v.failure,
                 "label": labels[tid][i],
                 "key": v.key,
@@ -195,16 +203,20 @@ def _pointwise(
 def _pointwise_pick(
     name: str, tid: str, rows: list[tuple[int, Any]], labels: list[bool], k: int
 ) -> Selection:
+    """The candidate with the best score among the successful judgements, ties broken by
+    the tournaments' rule (``rank_candidates`` with the score as both mu and mean rating:
+    the lowest index among equal scores); no winner when every judgement failed. The cost
+    counts every judgement asked, failed ones included (the ledger reports those)."""
     verdicts = [v for _, v in rows]
     scores: list[float | None] = [None] * k
     for i, v in rows:
         scores[i] = v.values[0] if v.ok and v.values else None
-    valid = [(s, -i) for i, s in enumerate(scores) if s is not None]
-    if not valid:
+    if all(s is None for s in scores):
         return Selection(
             name, tid, None, 0.0, failure="every pointwise judgement failed", cost=cost_of(verdicts)
         )
-    chosen = -max(valid)[1]
+    evidence = [math.nan if s is None else s for s in scores]
+    chosen = rank_candidates(evidence, evidence)[0]
     return Selection(
         name, tid, chosen, float(labels[chosen]), cost=cost_of(verdicts), detail={"scores": scores}
     )

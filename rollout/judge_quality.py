@@ -151,15 +151,27 @@ def _headline(quality: dict[str, Any]) -> dict[str, Any]:
 
 
 def pointwise_quality(
-    records: Sequence[dict[str, Any]], foreign: Sequence[float | None]
+    records: Sequence[dict[str, Any]], foreign: Sequence[float | None], *, rated: bool = False
 ) -> dict[str, Any]:
-    """Quality of a pointwise P(correct) judge from its ``pointwise`` records
-    (``p_correct`` None when the judgement failed) and the foreign-solution checks."""
-    quality = item_quality([r["p_correct"] for r in records], [r["label"] for r in records])
+    """Quality of a pointwise judge from its ``pointwise`` records and the foreign-solution
+    checks (None where the judgement failed). A P(correct) judge's records hold
+    ``p_correct`` and ``foreign`` holds P(correct); with ``rated`` the records hold
+    ``rating`` and ``foreign`` holds ratings, both on 1..10, each scored
+    ``normalise_rating(r)`` = (r - 1) / 9."""
+    if rated:
+        scores = [_rating_score(r["rating"]) for r in records]
+        foreign = [_rating_score(v) for v in foreign]
+    else:
+        scores = [r["p_correct"] for r in records]
+    quality = item_quality(scores, [r["label"] for r in records])
     out = _headline(quality)
     out["failed"] = quality["failed_items"]
     out.update(_reject(foreign))
     return out
+
+
+def _rating_score(rating: float | None) -> float | None:
+    return None if rating is None else normalise_rating(rating)
 
 
 def _normalised(ratings: Sequence[float]) -> list[float]:

@@ -7,6 +7,8 @@ Read-outs:
 * ``expected``: the expectation of the rating over the ten rating tokens' next-token
   probabilities where the judge writes it (``pairrl.rollout.readouts``, which also holds
   the rating-mass floor and the A/B read-out of the pointwise judge).
+* ``forced`` (``forced_pair_verdicts``, ``forced_point_verdicts``): no reasoning; the answer
+  is forced to open with the rating tag and the rating read there as an expectation.
 
 Every failure is a :class:`JudgeFailure` with a reason (sampler error, truncated output,
 unparseable or missing rating, rating mass below the floor); nothing becomes a tie.
@@ -104,6 +106,23 @@ def forced_pair_verdicts(
             else PairVerdict(score_a[0], score_b[0], "", rating_mass=(score_a[1], score_b[1]))
         )
     return results
+
+
+def forced_point_verdicts(
+    sampler: Sampler, messages: Sequence[Prompt], min_rating_mass: float
+) -> list[PointVerdict | JudgeFailure]:
+    """The no-reasoning pointwise read-out over judge prompts ``messages``: the answer is
+    forced to open with ``<rating>`` and the rating is the expectation over the rating
+    tokens there. One scoring call per batch (two where ``"10"`` splits), no sampling."""
+    scores = score_expected_ratings(
+        sampler, [continuation(m, "<rating>") for m in messages], min_rating_mass
+    )
+    return [
+        score
+        if isinstance(score, JudgeFailure)
+        else PointVerdict(score[0], "rating", "", rating_mass=score[1])
+        for score in scores
+    ]
 
 
 # ---- shared generation step -----------------------------------------------------------------
@@ -237,8 +256,13 @@ class PointwiseJudge:
         if self.mode == "ab":
             return self._judge_ab(items)
         prompts: list[Prompt] = [pointwise_messages(p, s, self.domain) for p, s in items]
-        completions = _generate(self.sampler, prompts, self.sampling, self.think_tokens)
-        results: list[PointVerdict | JudgeFailure | None] = [None] * len(items)
+        return self.judge_rating_prompts(prompts)
+
+    def judge_rating_prompts(self, prompts: Sequence[Prompt]) -> list[PointVerdict | JudgeFailure]:
+        """The 1-10 rating, under ``readout``, on prompts already built (a prompt kit's
+        pointwise messages): one batched generation, plus scoring calls for ``expected``."""
+        completions = _generate(self.sampler, list(prompts), self.sampling, self.think_tokens)
+        results: list[PointVerdict | JudgeFailure | None] = [None] * len(prompts)
         prefixes: list[Prompt] = []
         owners: list[int] = []
         for index, completion in enumerate(completions):

@@ -168,7 +168,7 @@ def test_a_recipe_without_work_beside_training_runs(
     cfg = load_config(CONFIGS / "toy_cpu.yaml", TrainConfig, ["recipe.name=plain_recipe"])
     loaded = resolve_recipe(cfg.recipe)
     assert not hasattr(loaded.recipe, "before_training")
-    context = RecipeFamily(loaded).before_training(cfg, tmp_path, None)
+    context = RecipeFamily(loaded, cfg).before_training(cfg, tmp_path, None)
     assert isinstance(context, nullcontext)
 
 

@@ -286,6 +286,13 @@ class WarmStartConfig(PairrlModel):
     steps: int = Field(default=0, ge=0, description="SFT steps before RL (0 = none)")
     lr: float = Field(default=3e-3, gt=0.0, le=1.0, description="SFT learning rate")
     batch_size: int = Field(default=16, ge=1, description="SFT batch size")
+    max_length: int = Field(
+        default=256,
+        ge=16,
+        le=32768,
+        description="longest conversation in tokens (TRL's max_length); a longer one is cut "
+        "at its end, so set it above the longest judgement conversation",
+    )
     loss_positions: Literal["trl", "labelled"] = Field(
         default="trl",
         description="trl: TRL's loss as it is (on CUDA/XPU it scores the labelled positions "

@@ -116,6 +116,7 @@ def prepare_policy(
                 steps=cfg.warm_start.steps,
                 lr=cfg.warm_start.lr,
                 batch_size=cfg.warm_start.batch_size,
+                max_length=cfg.warm_start.max_length,
                 labelled_positions_only=cfg.warm_start.loss_positions == "labelled",
                 bucket_padding=cfg.warm_start.bucket_padding,
                 seed=cfg.seed,

@@ -101,9 +101,10 @@ class Recipe(TaskRecipe, Protocol):
     optional: a context manager for work to run beside training."""
 
     def warm_start_conversations(
-        self, options: Any, seed: int, tasks: Sequence[Task]
+        self, cfg: TrainConfig, options: Any, seed: int, tasks: Sequence[Task]
     ) -> list[Conversation]:
-        """Chat conversations (prompt and assistant target) for the supervised warm start."""
+        """Chat conversations (prompt and assistant target) for the supervised warm start
+        (``cfg``: the run's config, e.g. for a recipe that samples its model first)."""
         ...
 
     def after_training(self, cfg: TrainConfig, options: Any, run: FinishedRun) -> dict[str, Any]:
@@ -221,8 +222,9 @@ class RecipeFamily:
 
     skipped: dict[str, int]
 
-    def __init__(self, loaded: LoadedRecipe) -> None:
+    def __init__(self, loaded: LoadedRecipe, cfg: TrainConfig) -> None:
         self.name, self.recipe, self.options = loaded.name, loaded.recipe, loaded.options
+        self.cfg = cfg
         self.skipped = {}
 
     def training_tasks(self) -> list[Task]:
@@ -232,7 +234,7 @@ class RecipeFamily:
         return self.recipe.prompt_kit(self.options)
 
     def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
-        return self.recipe.warm_start_conversations(self.options, seed, tasks)
+        return self.recipe.warm_start_conversations(self.cfg, self.options, seed, tasks)
 
     def before_training(
         self, cfg: TrainConfig, run_dir: Path, warm_start_dir: Path | None
@@ -250,7 +252,7 @@ def task_family(cfg: TrainConfig) -> TaskFamily:
         loaded = resolve_recipe(cfg.recipe)
         if loaded is None:
             raise InputError("data.source 'recipe' needs a recipe: section naming the module")
-        return RecipeFamily(loaded)
+        return RecipeFamily(loaded, cfg)
     if cfg.data.source == "tiny_code":
         return TinyCodeFamily(cfg.data)
     if cfg.data.source == "hub":

@@ -30,6 +30,7 @@ def warm_start(
     steps: int,
     lr: float,
     batch_size: int,
+    max_length: int = 256,
     labelled_positions_only: bool = False,
     bucket_padding: bool = False,
     seed: int = 0,
@@ -38,6 +39,9 @@ def warm_start(
 ) -> dict[str, Any]:
     """Train ``steps`` SFT steps and save model + tokenizer to ``out_dir``.
 
+    ``max_length``: the longest conversation in tokens (a longer one is cut at its end).
+    A chat template without ``{% generation %}`` markers gets them where
+    ``pairrl.train.chat_template`` knows how (the same rendered text).
     ``labelled_positions_only``: score the loss on labelled positions only, on every
     device (``labelled_token_loss``). ``bucket_padding``: run each batch as at most two
     forwards, narrow rows and wide rows, each cut to its own widest row (the same loss up
@@ -51,14 +55,20 @@ def warm_start(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
+    from pairrl.train.chat_template import training_chat_template
+
     if not conversations:
         raise ValueError("the warm start needs at least one conversation")
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    marked = training_chat_template(tokenizer)
+    if marked is not None:  # renders the same text, with the assistant's turn marked
+        tokenizer.chat_template = marked
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
     dataset = Dataset.from_list([{"messages": conv} for conv in conversations])
     args = SFTConfig(
         **_sft_args(out_dir, steps=steps, lr=lr, batch_size=batch_size, seed=seed),
+        max_length=max_length,
         gradient_checkpointing=gradient_checkpointing,
     )
     if labelled_positions_only or bucket_padding:
@@ -157,7 +167,6 @@ def _sft_args(
         warmup_steps=max(1, steps // 20),
         per_device_train_batch_size=batch_size,
         assistant_only_loss=True,
-        max_length=256,
         packing=False,
         logging_steps=max(1, steps // 10),
         save_strategy="no",

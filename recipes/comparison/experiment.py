@@ -300,12 +300,18 @@ def all_model_metrics(
 
 def model_metrics(own: dict[str, Any], shared: dict[str, Any], swiss: str) -> dict[str, Any]:
     """One model's headline numbers from its two benchmark summaries."""
+    from pairrl.recipes.comparison.failures import judge_failures
+
     value = lambda s, name: s["selectors"][name]["accuracy"]["value"]  # noqa: E731
     fixed = shared.get("judge_quality", {}).get("fixed_pairs", {})
+    failures = judge_failures(s["config"]["out_dir"] for s in (own, shared) if "config" in s)
     return {
         "solution_pass_rate": own["pass@1"]["value"],
         "judge_balanced_accuracy": fixed.get("balanced_accuracy"),
         "judge_failed_pairs": fixed.get("failed"),
+        # every judge call of both runs: the share without a verdict, and why
+        "judge_failure_rate": failures["rate"],
+        "judge_failures": failures,
         "best_of_k": {
             "random": value(own, "random"),
             "majority": value(own, "agreement"),

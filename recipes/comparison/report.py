@@ -128,6 +128,7 @@ def measured_gain(
 ROWS = (
     ("solution pass rate", lambda m: m["solution_pass_rate"]),
     ("judge balanced accuracy", lambda m: m["judge_balanced_accuracy"]),
+    ("judge failure rate", lambda m: m.get("judge_failure_rate")),
     ("best-of-k random", lambda m: m["best_of_k"]["random"]),
     ("best-of-k majority", lambda m: m["best_of_k"]["majority"]),
     ("best-of-k Swiss (own judge)", lambda m: m["best_of_k"]["swiss"]),

@@ -56,7 +56,7 @@ class ToyAdditionRecipe:
         return prompt_kit(mixed_only=options.judge_pairs == "mixed_only")
 
     def warm_start_conversations(
-        self, options: ToyAdditionOptions, seed: int, tasks: Sequence[Task]
+        self, cfg: Any, options: ToyAdditionOptions, seed: int, tasks: Sequence[Task]
     ) -> list[Conversation]:
         """Solutions and judgements from a teacher that drops the units carry at a rate."""
         from pairrl.recipes.toy_addition.conversations import warm_start_conversations

@@ -227,6 +227,7 @@ class HFSampler:
                 position_ids=step_positions,
                 past_key_values=past,
                 use_cache=True,
+                logits_to_keep=1,  # the next token's row only, not one per prompt token
             )
             past = out.past_key_values
             logits = out.logits[:, -1, :].float()
@@ -339,7 +340,10 @@ class HFSampler:
                 input_ids, mask = self._left_pad(chunk)
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)
                 logits = self.model(
-                    input_ids=input_ids, attention_mask=mask, position_ids=positions
+                    input_ids=input_ids,
+                    attention_mask=mask,
+                    position_ids=positions,
+                    logits_to_keep=1,
                 ).logits[:, -1, :]
             except (RuntimeError, ValueError) as exc:
                 error = SamplerError("backend", f"{type(exc).__name__}: {exc}")

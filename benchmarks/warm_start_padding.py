@@ -26,9 +26,11 @@ ARMS = {"one padded batch": False, "padding buckets": True}
 
 def _conversations(config: dict) -> list:
     from pairrl.recipes.toy_addition import RECIPE
+    from pairrl.train.config import TrainConfig
 
     options = RECIPE.options_model(**config["recipe"]["options"])
-    return RECIPE.warm_start_conversations(options, config["seed"], [])
+    cfg = TrainConfig.model_validate(config)
+    return RECIPE.warm_start_conversations(cfg, options, config["seed"], [])
 
 
 def main(argv: list[str] | None = None) -> int:

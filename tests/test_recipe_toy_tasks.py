@@ -335,7 +335,8 @@ def test_warm_start_share_keeps_rl_problems_unseen_by_the_warm_start() -> None:
     rl_ids = {t.task_id for t in recipe.training_tasks(half)}
     assert len(rl_ids) == len(train) // 2  # 4660 training problems, cut at 2330
     # every problem the warm start's conversations state is outside RL's set
-    taught = {conv[0]["content"] for conv in recipe.warm_start_conversations(half, 0, [])}
+    conversations = recipe.warm_start_conversations(None, half, 0, [])  # the toy reads no cfg
+    taught = {conv[0]["content"] for conv in conversations}
     rl_prompts = {t.prompt for t in recipe.training_tasks(half)}
     assert not any(prompt in text for text in taught for prompt in rl_prompts)
     assert rl_ids | {p.task_id for p in train[: len(train) // 2]} == {p.task_id for p in train}

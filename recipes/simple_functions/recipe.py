@@ -6,16 +6,14 @@ warm start from the model's own samples, and the end-of-run held-out comparison
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
 from typing import Any
 
+from pairrl.recipes.comparison.hooks import ComparisonHooks
 from pairrl.recipes.comparison.report import TaskDescription
 from pairrl.recipes.simple_functions.config import SimpleFunctionOptions
 from pairrl.recipes.simple_functions.tasks import split_tasks
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
-from pairrl.train.task_family import FinishedRun
 
 __all__ = ["SIMPLE_FUNCTIONS", "SimpleFunctionRecipe"]
 
@@ -28,9 +26,10 @@ SIMPLE_FUNCTIONS = TaskDescription(
 )
 
 
-class SimpleFunctionRecipe:
+class SimpleFunctionRecipe(ComparisonHooks):
     """Simple Python functions, and judging them (see the package docstring)."""
 
+    task = SIMPLE_FUNCTIONS
     options_model = SimpleFunctionOptions
 
     def training_tasks(self, options: SimpleFunctionOptions) -> list[Task]:
@@ -88,33 +87,6 @@ class SimpleFunctionRecipe:
         )
         _report_samples(completions, labelled, len(conversations))
         return conversations
-
-    def before_training(
-        self, cfg: Any, options: SimpleFunctionOptions, run_dir: Path, warm_start_dir: Path | None
-    ) -> AbstractContextManager[Any]:
-        """The comparison's work that needs only the warm start, started beside training."""
-        if not options.evaluate or warm_start_dir is None:
-            return nullcontext()
-        from pairrl.recipes.comparison.beside import Beside
-
-        return Beside(cfg, options, run_dir, warm_start_dir)
-
-    def after_training(
-        self, cfg: Any, options: SimpleFunctionOptions, run: FinishedRun
-    ) -> dict[str, Any]:
-        """Evaluate every model on the held-out tasks, write ``summary.json``, ``demo.png``
-        and the table (``pairrl.recipes.comparison.report.finish``); returns the headline."""
-        if not options.evaluate:  # a baseline run: the main run evaluates it
-            return {"evaluated": False}
-        if run.warm_start_dir is None:
-            raise ValueError("this recipe compares against its warm start: warm_start.steps > 0")
-        from pairrl.recipes.comparison.report import finish
-
-        summary = finish(cfg, options, run, SIMPLE_FUNCTIONS)
-        return {
-            "verification_gain": summary["verification_gain"],
-            "summary": str(run.run_dir / "summary.json"),
-        }
 
 
 def _report_samples(

@@ -4,22 +4,20 @@ the end-of-run held-out evaluation (``RUN/summary.json``, ``RUN/demo.png``, a ta
 ``before_training`` starts the baselines and the warm start's evaluation beside training
 (``beside``); ``after_training`` evaluates the final model and every other on the
 held-out problems (the warm start's candidates also serve as a fixed pool that every judge
-faces).
+faces): both are ``pairrl.recipes.comparison.hooks.ComparisonHooks``'.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
 from typing import Any
 
+from pairrl.recipes.comparison.hooks import ComparisonHooks
 from pairrl.recipes.comparison.report import TaskDescription
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.tasks import AdditionProblem, split_problems
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
-from pairrl.train.task_family import FinishedRun
 
 __all__ = ["TOY_TASK", "ToyAdditionRecipe"]
 
@@ -31,9 +29,10 @@ TOY_TASK = TaskDescription(
 )
 
 
-class ToyAdditionRecipe:
+class ToyAdditionRecipe(ComparisonHooks):
     """Two-digit addition as code, and judging of it (see the package docstring)."""
 
+    task = TOY_TASK
     options_model = ToyAdditionOptions
 
     def training_tasks(self, options: ToyAdditionOptions) -> list[Task]:
@@ -72,34 +71,6 @@ class ToyAdditionRecipe:
             overcounted_units_rate=options.teacher_overcounted_units,
             tens_only_check_rate=options.teacher_tens_only_check,
         )
-
-    def before_training(
-        self, cfg: Any, options: ToyAdditionOptions, run_dir: Path, warm_start_dir: Path | None
-    ) -> AbstractContextManager[Any]:
-        """The comparison's work that needs only the warm start, started beside training."""
-        if not options.evaluate or warm_start_dir is None:
-            return nullcontext()
-        from pairrl.recipes.comparison.beside import Beside
-
-        return Beside(cfg, options, run_dir, warm_start_dir)
-
-    def after_training(
-        self, cfg: Any, options: ToyAdditionOptions, run: FinishedRun
-    ) -> dict[str, Any]:
-        """Evaluate the final model, collect the baselines and the other benchmark runs
-        (``run.beside``), write ``summary.json``, ``demo.png`` and the table; returns the
-        headline."""
-        if not options.evaluate:  # a baseline run: the main run evaluates it
-            return {"evaluated": False}
-        if run.warm_start_dir is None:
-            raise ValueError("the toy recipe compares against its warm start: warm_start.steps > 0")
-        from pairrl.recipes.comparison.report import finish
-
-        summary = finish(cfg, options, run, TOY_TASK)
-        return {
-            "verification_gain": summary["verification_gain"],
-            "summary": str(run.run_dir / "summary.json"),
-        }
 
 
 def _warm_and_rl_problems(

@@ -12,12 +12,12 @@ from pairrl.errors import InputError
 from pairrl.recipes.simple_functions.conversations import (
     LabelledBlock,
     build_conversations,
-    first_code_block,
     label_blocks,
 )
 from pairrl.recipes.simple_functions.prompts import prompt_kit
 from pairrl.recipes.simple_functions.tasks import all_tasks, split_tasks, template_tasks
 from pairrl.recipes.simple_functions.templates import TEMPLATES
+from pairrl.rewards.code_extract import first_code_block
 from pairrl.rewards.executor import Executor
 from pairrl.rewards.ratings import parse_pair_ratings, parse_rating
 from pairrl.train.chat_template import training_chat_template

@@ -60,7 +60,10 @@ class TinyModelConfig(PairrlModel):
 class ModelConfig(PairrlModel):
     """The policy: one model writes solutions and judges them."""
 
-    path: str = Field(description="HF hub id or local folder saved with save_pretrained")
+    path: str = Field(
+        description="HF hub id, local folder saved with save_pretrained, a local .gguf file "
+        "or the name smollm2 (converted once into a cached folder: pairrl.model_source)"
+    )
     build_tiny: bool = Field(
         default=False,
         description="build the tiny random model (size in `tiny`) at `path` when the folder "

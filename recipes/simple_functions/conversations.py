@@ -6,8 +6,8 @@ warm start teaches the two formats, not the answers:
 
 1. the untrained model samples ``n`` solutions per warm-start task (``sample_completions``);
 2. the first python block of each is cut out and run against the hidden tests
-   (``first_code_block``, ``label_blocks``): a correct first block followed by broken code
-   is a correct function in the wrong format;
+   (``pairrl.rewards.code_extract.first_code_block``, ``label_blocks``): a correct first
+   block followed by broken code is a correct function in the wrong format;
 3. ``build_conversations``: each task's distinct passing blocks become solution targets (the
    block alone), and pairs and single blocks of the task, passing and failing, become
    judgements whose ratings are the execution labels (9 correct, 1 incorrect). A task
@@ -18,7 +18,6 @@ warm start teaches the two formats, not the answers:
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,19 +28,18 @@ from pairrl.recipes.simple_functions.prompts import (
     pointwise_judgement_text,
     solution_text,
 )
+from pairrl.rewards.code_extract import first_code_block
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
 
 __all__ = [
     "LabelledBlock",
     "build_conversations",
-    "first_code_block",
     "label_blocks",
     "sample_completions",
 ]
 
 SAMPLE_CHUNK = 16  # prompts per generate call: a progress line after each
-_FIRST_BLOCK = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)^[ \t]*```", re.S | re.M)
 
 
 @dataclass(frozen=True)
@@ -50,20 +48,6 @@ class LabelledBlock:
 
     code: str
     passed: bool
-
-
-def first_code_block(text: str) -> str | None:
-    """The code of the first fenced block (python or untagged), or None.
-
-    >>> first_code_block("Sure:\\n```python\\ndef f():\\n    return 1\\n```\\nTest:\\n```python\\nf(\\n```")
-    'def f():\\n    return 1\\n'
-    >>> first_code_block("no code") is None
-    True
-    """
-    match = _FIRST_BLOCK.search(text)
-    if match is None or not match.group(1).strip():
-        return None
-    return match.group(1)
 
 
 def sample_completions(

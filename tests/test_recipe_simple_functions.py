@@ -97,6 +97,7 @@ def test_the_warm_start_teaches_own_passing_blocks_and_labels_as_ratings() -> No
         solutions_per_task=2,
         pairs_per_task=3,
         pointwise_per_task=2,
+        ab_per_task=1,
     )
     solutions = [c for c in conversations if c[0]["content"].endswith("code block.")]
     # one passing block: one solution; the unsolved task gets none
@@ -107,10 +108,15 @@ def test_the_warm_start_teaches_own_passing_blocks_and_labels_as_ratings() -> No
     for conv in pairs:
         a_first = conv[0]["content"].index("return 1") < conv[0]["content"].index("x = (")
         assert parse_pair_ratings(conv[-1]["content"]) == ((9, 1) if a_first else (1, 9))
-    singles = [c for c in conversations if "Solution:\n" in c[0]["content"]]
+    singles = [c for c in conversations if c[0]["content"].endswith("</rating>.")]
     assert len(singles) == 3  # two blocks of the first task, one of the second
     for conv in singles:
         assert parse_rating(conv[-1]["content"]) == (9 if "return 1" in conv[0]["content"] else 1)
+    yes_no = [c for c in conversations if c[0]["content"].endswith("B for no.")]
+    assert len(yes_no) == 2  # one block of each task
+    for conv in yes_no:
+        assert conv[-1]["content"] == ("A" if "return 1" in conv[0]["content"] else "B")
+    assert len(conversations) == len(solutions) + len(pairs) + len(singles) + len(yes_no)
 
 
 def test_a_chatml_template_gets_markers_and_renders_the_same(tiny_model_dir: Path) -> None:

@@ -59,3 +59,10 @@ class SimpleFunctionOptions(ComparisonOptions):
         description="pointwise judgements (one <rating>) taught per task: the pointwise "
         "rating selector's format",
     )
+    warm_ab_per_task: int = Field(
+        default=2,
+        ge=0,
+        le=64,
+        description="answers to the yes/no question (A correct, B incorrect) taught per task: "
+        "the format the benchmark's pointwise A/B read-out scores",
+    )

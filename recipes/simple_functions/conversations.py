@@ -10,7 +10,8 @@ warm start teaches the two formats, not the answers:
    block followed by broken code is a correct function in the wrong format;
 3. ``build_conversations``: each task's distinct passing blocks become solution targets (the
    block alone), and pairs and single blocks of the task, passing and failing, become
-   judgements whose ratings are the execution labels (9 correct, 1 incorrect). A task
+   judgements whose ratings are the execution labels (9 correct, 1 incorrect), and single
+   blocks become answers to the A/B question (A correct, B incorrect). A task
    with no passing sample gives no solution target: the model is never shown an answer
    it did not write.
 """
@@ -25,6 +26,7 @@ from typing import Any
 
 from pairrl.recipes.simple_functions.prompts import (
     pairwise_judgement_text,
+    pointwise_ab_text,
     pointwise_judgement_text,
     solution_text,
 )
@@ -135,10 +137,11 @@ def build_conversations(
     solutions_per_task: int,
     pairs_per_task: int,
     pointwise_per_task: int,
+    ab_per_task: int = 0,
 ) -> list[Conversation]:
-    """Solution, pairwise and pointwise conversations (see the module docstring), shuffled.
-    Pairs are drawn from distinct blocks, mixed (one correct, one not) when the task has
-    both, in both orders across draws."""
+    """Solution, pairwise, pointwise and A/B conversations (see the module docstring),
+    shuffled. Pairs are drawn from distinct blocks, mixed (one correct, one not) when the
+    task has both, in both orders across draws."""
     rng = random.Random(seed)
     out: list[Conversation] = []
     for task, blocks in zip(tasks, labelled, strict=True):
@@ -153,6 +156,9 @@ def build_conversations(
         for block in rng.sample(list(blocks), min(pointwise_per_task, len(blocks))):
             prompt = kit.pointwise(task, solution_text(block.code))
             out.append([*prompt, {"role": "assistant", "content": pointwise_judgement_text(block.passed)}])  # fmt: skip
+        for block in rng.sample(list(blocks), min(ab_per_task, len(blocks))):
+            prompt = kit.pointwise_ab(task, solution_text(block.code))
+            out.append([*prompt, {"role": "assistant", "content": pointwise_ab_text(block.passed)}])  # fmt: skip
     rng.shuffle(out)
     return out
 

@@ -5,7 +5,8 @@ untrained SmolLM2-135M-Instruct produced no parseable judgement with it in 60 tr
 docs/experiments.md): every prompt token is read on two CPU cores. The *output* formats
 are the product's, parsed by ``pairrl.rewards``: one fenced python block for a solution,
 ``<rating_A>k</rating_A>`` / ``<rating_B>k</rating_B>`` for a pairwise judgement and
-``<rating>k</rating>`` for a pointwise one, on the paper's 1-10 scale.
+``<rating>k</rating>`` for a pointwise one, on the paper's 1-10 scale, and the one letter
+A (yes) or B (no) that the benchmark's pointwise A/B read-out scores.
 
 The warm start teaches **9 for a correct solution, 1 for an incorrect one**: single
 tokens, read on the paper's scale as v = (r - 1) / 9 (0.889 and 0.0, both within the
@@ -26,6 +27,7 @@ __all__ = [
     "pairwise_judgement_text",
     "pairwise_messages",
     "pointwise_ab_messages",
+    "pointwise_ab_text",
     "pointwise_judgement_text",
     "pointwise_messages",
     "prompt_kit",
@@ -62,7 +64,7 @@ def pointwise_messages(task: Task, solution: str) -> Messages:
 
 
 def pointwise_ab_messages(task: Task, solution: str) -> Messages:
-    """The yes/no question of the benchmark's pointwise A/B read-out (not taught)."""
+    """The yes/no question of the benchmark's pointwise A/B read-out."""
     question = "Is the solution correct? Answer A for yes or B for no."
     return [{"role": "user", "content": f"{task.prompt}\n\nSolution:\n{solution}\n\n{question}"}]
 
@@ -99,6 +101,16 @@ def pointwise_judgement_text(correct: bool) -> str:
     '<rating>1</rating>'
     """
     return f"<rating>{_rating(correct)}</rating>"
+
+
+def pointwise_ab_text(correct: bool) -> str:
+    """The A/B read-out's answer for a candidate whose execution label is given: the letter
+    alone, the token the read-out scores.
+
+    >>> pointwise_ab_text(True), pointwise_ab_text(False)
+    ('A', 'B')
+    """
+    return "A" if correct else "B"
 
 
 def prompt_kit() -> PromptKit:

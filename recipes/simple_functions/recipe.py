@@ -84,6 +84,7 @@ class SimpleFunctionRecipe(ComparisonHooks):
             solutions_per_task=options.warm_solutions_per_task,
             pairs_per_task=options.warm_pairs_per_task,
             pointwise_per_task=options.warm_pointwise_per_task,
+            ab_per_task=options.warm_ab_per_task,
         )
         _report_samples(completions, labelled, len(conversations))
         return conversations

@@ -5,10 +5,15 @@
     pairrl eval gate OUT_DIR [--strict]     re-check a finished run against its cache
     pairrl eval merge OUT_DIR [--strict]    merge `--shard` runs under OUT_DIR/shards/
 
+Exit status, the same for all three: 0 when the integrity gate PASSes; 1 when it FAILs
+(the output then holds the reasons and failure counts, never a score) and, under
+`--strict` (or `gate.strict`), also when it passed with failed entries that
+`gate.tolerance` let through; 2 for input that cannot be used.
+
 Heavy imports stay inside the command functions so `pairrl --help` stays fast. Input a
 user supplied that cannot be used (a missing file, an unreadable row, a pool that matches
-no task) is printed as one `error:` message naming the file, the row and what was
-expected, with exit status 2 and no traceback.
+no task, a model folder that is not there) is printed as one `error:` message naming the
+file, the row and what was expected, with exit status 2 and no traceback.
 """
 
 from __future__ import annotations
@@ -20,12 +25,18 @@ from typing import Any
 
 import click
 import typer
-from typer.core import TyperGroup
+
+from pairrl.cli_help import PlainHelpGroup
 
 __all__ = ["register"]
 
+STRICT_HELP = (
+    "A FAIL always exits 1; with --strict, a PASS with failed entries within gate.tolerance "
+    "exits 1 too."
+)
 
-class _DefaultRunGroup(TyperGroup):
+
+class _DefaultRunGroup(PlainHelpGroup):
     """A group whose bare invocation (`pairrl eval CONFIG`, `pairrl eval --tasks ...`)
     runs the `run` command, while `gate` and `merge` stay subcommands."""
 
@@ -37,7 +48,16 @@ class _DefaultRunGroup(TyperGroup):
 
 eval_app = typer.Typer(
     cls=_DefaultRunGroup,
-    help="Best-of-k selection benchmark with an integrity gate (run, gate, merge).",
+    help=(
+        "Best-of-k selection benchmark with an integrity gate.\n\n"
+        "\b\n"
+        "pairrl eval CONFIG [--model PATH | --endpoint URL] [--set a.b=v] [--strict]\n"
+        "pairrl eval --tasks PATH (--model PATH | --endpoint URL | --pool PATH) --k K\n"
+        "pairrl eval gate OUT_DIR [--strict]\n"
+        "pairrl eval merge OUT_DIR [--strict]\n\n"
+        "The first two forms run `pairrl eval run`; `pairrl eval run --help` lists its options."
+    ),
+    subcommand_metavar="[CONFIG | COMMAND] [ARGS]...",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -71,7 +91,7 @@ def run_cmd(
     overrides: list[str] = typer.Option(
         [], "--set", help="Dotted override, e.g. gate.tolerance=0.05."
     ),
-    strict: bool = typer.Option(False, "--strict", help="Exit non-zero when the gate says FAIL."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
     """Run the benchmark (sample or load, label, select, gate, report)."""
@@ -95,13 +115,13 @@ def run_cmd(
     with _input_errors():
         outcome = run_eval(cfg, show_progress=progress)
     _print_outcome(outcome)
-    _exit(outcome.gate.passed, strict or cfg.gate.strict)
+    _exit(outcome.gate, strict or cfg.gate.strict)
 
 
 @eval_app.command("gate")
 def gate_cmd(
     out_dir: Path = typer.Argument(..., help="A finished run's output folder."),
-    strict: bool = typer.Option(False, "--strict", help="Exit non-zero when the gate says FAIL."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Re-derive every label and comparison of a finished run from its cache and re-check it."""
     from pairrl.eval.runner import load_run_config, regate
@@ -110,13 +130,13 @@ def gate_cmd(
         cfg = load_run_config(out_dir)
         outcome = regate(cfg)
     _print_outcome(outcome)
-    _exit(outcome.gate.passed, strict or cfg.gate.strict)
+    _exit(outcome.gate, strict or cfg.gate.strict)
 
 
 @eval_app.command("merge")
 def merge_cmd(
     out_dir: Path = typer.Argument(..., help="Folder holding shards/<i>of<n>/ from --shard runs."),
-    strict: bool = typer.Option(False, "--strict", help="Exit non-zero when the gate says FAIL."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Merge sharded runs: union of caches, concatenated records, one gate over the whole."""
     from pairrl.eval.merge import merge_shards
@@ -124,7 +144,7 @@ def merge_cmd(
     with _input_errors():
         outcome = merge_shards(out_dir)
     _print_outcome(outcome)
-    _exit(outcome.gate.passed, strict)
+    _exit(outcome.gate, strict or outcome.summary["config"]["gate"]["strict"])
 
 
 @contextmanager
@@ -168,7 +188,9 @@ def _build_config(
         if shard:
             data["shard"] = shard
         cfg = parse_config(
-            apply_overrides(data, overrides), EvalConfig, str(config or "<command line>")
+            apply_overrides(data, overrides, EvalConfig),
+            EvalConfig,
+            str(config or "<command line>"),
         )
     except ConfigError as err:
         typer.echo(str(err), err=True)
@@ -216,6 +238,8 @@ def _apply_flags(
 
 
 def _print_outcome(outcome: Any) -> None:
+    """The verdict, the report (for a FAIL: reasons and failure counts, no score), where
+    the outputs are."""
     from rich.console import Console
 
     console = Console()
@@ -223,11 +247,23 @@ def _print_outcome(outcome: Any) -> None:
     colour = "green" if verdict == "PASS" else "bold red"
     console.print(f"[{colour}]integrity gate: {verdict}[/]")
     console.print(outcome.report_text, markup=False, highlight=False, soft_wrap=True)
-    console.print(f"[{colour}]verdict: {verdict}[/]  outputs in {outcome.out_dir}")
+    shown = "" if verdict == "PASS" else "  no score (the reasons are above);"
+    console.print(f"[{colour}]verdict: {verdict}[/]{shown}  outputs in {outcome.out_dir}")
 
 
-def _exit(passed: bool, strict: bool) -> None:
-    if not passed and strict:
+def _exit(gate: Any, strict: bool) -> None:
+    """Exit 1 on a FAIL; under ``strict`` also on a PASS that some failed entries reached
+    (``gate.tolerance`` let them through)."""
+    if not gate.passed:
+        raise typer.Exit(1)
+    tolerated = {name: st["failed"] for name, st in gate.stages.items() if st["failed"]}
+    if strict and tolerated:
+        shown = ", ".join(f"{name}: {n}" for name, n in sorted(tolerated.items()))
+        typer.echo(
+            f"strict: the gate passed with failed entries within the tolerance "
+            f"{gate.tolerance:.1%} ({shown}); exiting 1",
+            err=True,
+        )
         raise typer.Exit(1)
 
 

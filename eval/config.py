@@ -7,9 +7,10 @@ an error naming the field (see pairrl.config). The quick command line
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pairrl.config import PairrlModel
 from pairrl.eval.selectors import NO_JUDGE_SELECTORS
@@ -21,15 +22,20 @@ __all__ = [
     "JUDGE_SELECTORS",
     "AgreementConfig",
     "CandidatesConfig",
+    "CostConfig",
+    "DifficultyConfig",
     "EvalConfig",
     "ExecutorConfig",
     "GateConfig",
     "HttpConfig",
     "JudgeConfig",
+    "PreflightConfig",
+    "RemoteConfig",
     "SamplingConfig",
     "SelectiveConfig",
     "TasksConfig",
     "WandbConfig",
+    "check_endpoint_url",
 ]
 
 NO_JUDGE: tuple[str, ...] = NO_JUDGE_SELECTORS
@@ -46,6 +52,28 @@ JUDGE_SELECTORS: tuple[str, ...] = (
 ALL_SELECTORS: tuple[str, ...] = NO_JUDGE + JUDGE_SELECTORS + EXTRA_NO_JUDGE
 SelectorName = Literal[ALL_SELECTORS]  # type: ignore[valid-type]
 """What ``selectors`` accepts: the names in ``ALL_SELECTORS``."""
+
+
+def check_endpoint_url(url: str | None) -> str | None:
+    """``url`` when it is an http(s) base URL with a host (or None); else ValueError, so that
+    a mistyped endpoint is refused when the config is read, not after sampling failed.
+
+    >>> check_endpoint_url("http://127.0.0.1:8000/v1")
+    'http://127.0.0.1:8000/v1'
+    >>> check_endpoint_url("notaurl")
+    Traceback (most recent call last):
+    ...
+    ValueError: not an http:// or https:// URL with a host; expected a base URL such as http://127.0.0.1:8000/v1
+    """
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            "not an http:// or https:// URL with a host; expected a base URL such as "
+            "http://127.0.0.1:8000/v1"
+        )
+    return url
 
 
 class TasksConfig(PairrlModel):
@@ -112,6 +140,8 @@ class CandidatesConfig(PairrlModel):
         "(an in-process vLLM engine; the vLLM CPU build on machines without a GPU)",
     )
 
+    _endpoint_is_url = field_validator("endpoint")(check_endpoint_url)
+
     @model_validator(mode="after")
     def _source_has_location(self) -> CandidatesConfig:
         needed = {"pool": self.pool, "model": self.model, "endpoint": self.endpoint}[self.source]
@@ -176,6 +206,8 @@ class JudgeConfig(PairrlModel):
     batch_size: int = Field(16, ge=1, le=4096, description="Judge prompts per call")
     http: HttpConfig = Field(default_factory=HttpConfig)
 
+    _endpoint_is_url = field_validator("endpoint")(check_endpoint_url)
+
 
 class ExecutorConfig(PairrlModel):
     """Labelling by execution."""
@@ -216,6 +248,58 @@ class SelectiveConfig(PairrlModel):
         le=1.0,
         description="Skip when every pointwise P(correct) is this far on one side (>= c or <= 1-c)",
     )
+    sweep: list[Annotated[float, Field(ge=0.5, le=1.0)]] = Field(
+        default_factory=lambda: [0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0],
+        description="pointwise_confidence values the report replays the skip rule at, from "
+        "the cached judgements (no new judge calls): an accuracy-against-cost curve",
+    )
+
+
+class DifficultyConfig(PairrlModel):
+    """Task difficulty by the pool's pass rate: the share of a task's k candidates that pass."""
+
+    easy_at: float = Field(
+        2 / 3, ge=0.0, le=1.0, description="Easy: a pass rate of at least this (default 2/3)"
+    )
+    hard_at: float = Field(
+        1 / 3,
+        ge=0.0,
+        le=1.0,
+        description="Hard: a pass rate of at most this (default 1/3); medium: between the two",
+    )
+
+    @model_validator(mode="after")
+    def _hard_below_easy(self) -> DifficultyConfig:
+        if self.hard_at >= self.easy_at:
+            raise ValueError(
+                f"need hard_at < easy_at, got hard_at={self.hard_at} easy_at={self.easy_at}"
+            )
+        return self
+
+
+class CostConfig(PairrlModel):
+    """Token prices of the full cost (generation and judge tokens), per million tokens.
+
+    The defaults, 1 each, are relative units with no price list behind them: the cost is then
+    the token count in millions. Cached input is prompt tokens a prefix cache would reuse:
+    a task's k samples share one prompt, so the first sample's prompt is input and the
+    other k-1 are cached input. The judge's shared prefix is not measured, so judge prompts
+    are priced as uncached input."""
+
+    input_per_mtok: float = Field(
+        1.0, ge=0.0, description="Price of a million prompt tokens (default 1: relative units)"
+    )
+    cached_input_per_mtok: float = Field(
+        1.0,
+        ge=0.0,
+        description="Price of a million prompt tokens a prefix cache reuses (default 1: "
+        "relative units, no discount)",
+    )
+    output_per_mtok: float = Field(
+        1.0,
+        ge=0.0,
+        description="Price of a million generated tokens (default 1: relative units)",
+    )
 
 
 class GateConfig(PairrlModel):
@@ -224,7 +308,50 @@ class GateConfig(PairrlModel):
     tolerance: float = Field(
         0.0, ge=0.0, le=1.0, description="Largest share of failed labels/judge calls allowed"
     )
-    strict: bool = Field(False, description="Exit non-zero when the verdict is FAIL")
+    strict: bool = Field(
+        False,
+        description="A FAIL always exits non-zero; strict also exits non-zero when the gate "
+        "passed with failed entries that the tolerance let through",
+    )
+
+
+class PreflightConfig(PairrlModel):
+    """A few real calls before the run spends its budget (never in `pairrl eval gate`)."""
+
+    enabled: bool = Field(
+        True,
+        description="Before sampling and judging the budget, sample the first task that needs "
+        "it and make judge_calls calls of each judge read-out the selectors use (through the "
+        "cache: nothing is spent twice); when every call of one of these checks fails, stop "
+        "with the reasons and what to change (verdict FAIL, exit 1, no score)",
+    )
+    judge_calls: int = Field(
+        2,
+        ge=1,
+        le=16,
+        description="Preflight judge calls per read-out (pairwise, pointwise A/B, A/B after "
+        "thinking, pointwise rating), on the first task's candidates",
+    )
+
+
+# Twelve hours: long enough for a large run on a healthy server (longer ones shard with
+# --shard), short of the days a hung server could hold a run, each batch waiting
+# read_timeout_s x (max_retries + 1). Reaching it loses nothing: what came back is cached
+# and the calls it stopped are failures that a rerun retries.
+REMOTE_DEADLINE_S = 12 * 3600.0
+
+
+class RemoteConfig(PairrlModel):
+    """The run's remote calls (the candidates' and the judge's endpoints) all together."""
+
+    deadline_s: float | None = Field(
+        REMOTE_DEADLINE_S,
+        gt=0.0,
+        le=30 * 86400.0,
+        description="Total time for the run's remote calls (default 12 h); after it, calls in "
+        "flight are abandoned and the rest are not sent: failed calls, counted by the gate and "
+        "retried by a rerun; null: no deadline",
+    )
 
 
 class WandbConfig(PairrlModel):
@@ -245,8 +372,9 @@ class EvalConfig(PairrlModel):
     tasks: TasksConfig = Field(default_factory=TasksConfig)
     recipe: RecipeConfig | None = Field(
         None,
-        description="a recipe (pairrl.rollout.recipe): its held-out tasks (when tasks.path "
-        "is not given) and its prompt kit for sampling and judging; default: the paper's prompts",
+        description="a recipe (pairrl.rollout.recipe): its held-out tasks (when neither "
+        "tasks.path nor a pool that carries its own tests gives them) and its prompt kit for "
+        "sampling and judging; default: the paper's prompts",
     )
     candidates: CandidatesConfig
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
@@ -256,7 +384,11 @@ class EvalConfig(PairrlModel):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     agreement: AgreementConfig = Field(default_factory=AgreementConfig)
     selective: SelectiveConfig = Field(default_factory=SelectiveConfig)
+    difficulty: DifficultyConfig = Field(default_factory=DifficultyConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
     gate: GateConfig = Field(default_factory=GateConfig)
+    preflight: PreflightConfig = Field(default_factory=PreflightConfig)
+    remote: RemoteConfig = Field(default_factory=RemoteConfig)
     wandb: WandbConfig = Field(default_factory=WandbConfig)
     bootstrap: int = Field(2000, ge=100, le=100000, description="Bootstrap replicates")
     seed: int = Field(0, ge=0, description="Bootstrap seed")
@@ -273,8 +405,14 @@ class EvalConfig(PairrlModel):
                 "tasks.path is required when sampling candidates (or name a recipe: its "
                 "held-out tasks)"
             )
-        if self.shard is not None:
-            i, n = (int(x) for x in self.shard.split("/"))
-            if not 0 <= i < n:
-                raise ValueError(f"shard {self.shard!r}: need 0 <= i < n")
         return self
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_in_range(cls, shard: str | None) -> str | None:
+        # a field validator, so that the error names the field rather than the whole config
+        if shard is not None:
+            i, n = (int(x) for x in shard.split("/"))
+            if not 0 <= i < n:
+                raise ValueError(f"need 0 <= i < n (shards are counted from 0), got {shard}")
+        return shard

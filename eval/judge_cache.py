@@ -249,21 +249,18 @@ class CachedJudge:
         """1-10 ratings under the judge's read-out: `sampled` parses the `<rating>` tag,
         `expected` reads the expectation over the rating tokens where the judge wrote the
         tag, `forced` forces the answer to open with `<rating>` and reads it there."""
-        from pairrl.rollout.judges import JudgeFailure, PointwiseJudge, forced_point_verdicts
+        from pairrl.rollout.judges import JudgeFailure, rating_verdicts
         from pairrl.rollout.prompts import continuation
 
         t0 = time.perf_counter()
-        if self.readout == "forced":
-            results = forced_point_verdicts(self.sampler, prompts, self.min_rating_mass)
-        else:
-            judge = PointwiseJudge(
-                self.sampler,  # type: ignore[arg-type]
-                mode="rating",
-                readout=self.readout,  # type: ignore[arg-type]
-                sampling=self.sampling,
-                min_rating_mass=self.min_rating_mass,
-            )
-            results = judge.judge_rating_prompts(prompts)
+        results = rating_verdicts(
+            self.sampler,  # type: ignore[arg-type]
+            prompts,
+            self.readout,
+            self.sampling,
+            None,
+            self.min_rating_mass,
+        )
         per_item = (time.perf_counter() - t0) / max(1, len(prompts))
         out: list[Verdict] = []
         for prompt, res in zip(prompts, results, strict=True):

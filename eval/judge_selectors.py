@@ -6,7 +6,7 @@ A pointwise selector judges each of a task's candidates once and picks the best 
 P(correct) for ``pointwise_ab`` / ``pointwise_think``, the rating for ``pointwise_rating``
 (read as ``judge.readout`` says: the parsed ``<rating>`` tag, or its expectation over the
 rating tokens). Ties are broken as the tournaments break them
-(``pairrl.rollout.aggregation.rank_candidates``: then the lowest index).
+(``pairrl.rollout.judges.pointwise_ranking``: then the lowest index).
 
 All judge calls go through `CachedJudge`, so the gate's replay re-derives every one of
 them from the cache; each requested judgement counts towards its stage's expected calls,
@@ -17,7 +17,6 @@ Candidates whose sampling failed are never shown to the judge.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from pairrl.eval.tournament_selectors import (
     cost_of,
     run_tournaments,
 )
-from pairrl.rollout.aggregation import rank_candidates
+from pairrl.rollout.judges import pointwise_ranking
 
 __all__ = ["TOURNAMENT_SELECTORS", "JudgeOutcome", "judge_solution", "run_judge_selectors"]
 
@@ -204,8 +203,7 @@ def _pointwise_pick(
     name: str, tid: str, rows: list[tuple[int, Any]], labels: list[bool], k: int
 ) -> Selection:
     """The candidate with the best score among the successful judgements, ties broken by
-    the tournaments' rule (``rank_candidates`` with the score as both mu and mean rating:
-    the lowest index among equal scores); no winner when every judgement failed. The cost
+    the tournaments' rule (``pointwise_ranking``: the lowest index among equal scores); no winner when every judgement failed. The cost
     counts every judgement asked, failed ones included (the ledger reports those)."""
     verdicts = [v for _, v in rows]
     scores: list[float | None] = [None] * k
@@ -215,8 +213,7 @@ def _pointwise_pick(
         return Selection(
             name, tid, None, 0.0, failure="every pointwise judgement failed", cost=cost_of(verdicts)
         )
-    evidence = [math.nan if s is None else s for s in scores]
-    chosen = rank_candidates(evidence, evidence)[0]
+    chosen = pointwise_ranking(scores)[0]
     return Selection(
         name, tid, chosen, float(labels[chosen]), cost=cost_of(verdicts), detail={"scores": scores}
     )

@@ -1,4 +1,5 @@
-"""Pure metric functions of the benchmark: pass@k, gap closed, bootstrap intervals.
+"""Pure metric functions of the benchmark: pass@k, gap closed, bootstrap intervals, a
+task's difficulty bucket.
 
 Judge quality (balanced accuracy, AUROC, yes-rate, swap consistency) has its one home in
 ``pairrl.rollout.judge_quality``, shared with training metrics.
@@ -14,7 +15,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["bootstrap_ci", "gap_closed", "pass_at_k"]
+__all__ = ["DIFFICULTY_BUCKETS", "bootstrap_ci", "difficulty_bucket", "gap_closed", "pass_at_k"]
+
+DIFFICULTY_BUCKETS: tuple[str, ...] = ("easy", "medium", "hard")
+# pass rates are ratios of small counts (1/3 computed from labels, 1/3 typed in a config as
+# 0.3333): a threshold this close counts as reached
+_RATE_TOLERANCE = 1e-3
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -72,3 +78,19 @@ def bootstrap_ci(
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(np.asarray(reps), [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
+
+
+def difficulty_bucket(pass_rate: float, easy_at: float, hard_at: float) -> str:
+    """``easy`` when ``pass_rate >= easy_at``, ``hard`` when ``pass_rate <= hard_at``, else
+    ``medium`` (a threshold within 0.001 counts as reached).
+
+    >>> [difficulty_bucket(r, 2 / 3, 1 / 3) for r in (1.0, 2 / 3, 0.5, 0.3333, 0.0)]
+    ['easy', 'easy', 'medium', 'hard', 'hard']
+    """
+    if not 0.0 <= hard_at < easy_at <= 1.0:
+        raise ValueError(f"need 0 <= hard_at < easy_at <= 1, got {hard_at} and {easy_at}")
+    if pass_rate >= easy_at - _RATE_TOLERANCE:
+        return "easy"
+    if pass_rate <= hard_at + _RATE_TOLERANCE:
+        return "hard"
+    return "medium"

@@ -83,9 +83,14 @@ def make_sampler(
         raise ValueError("need a model path or an endpoint")
     if resolve_engine(engine) == "vllm":
         return vllm_sampler(model)
+    from pairrl.errors import InputError
     from pairrl.rollout.samplers import HFSampler
 
-    return HFSampler.from_pretrained(model, batch_size=batch_size)
+    try:
+        return HFSampler.from_pretrained(model, batch_size=batch_size)
+    except OSError as err:  # transformers: no such folder or hub id, or the hub unreachable
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"model {model}: cannot be loaded: {reason}") from None
 
 
 def vllm_sampler(model: str) -> Any:

@@ -8,10 +8,16 @@ One function, `run_pipeline`, runs in two modes:
   ("failed"). The integrity gate is built on this mode: it re-derives each label and
   comparison from the config, checks it against the cache, and compares the replayed
   selections with the ones the run reported.
+
+A selection that rests on a label that could not be measured (its sampling or execution
+failed, or it is not in the cache) is a failed task of its selector, with the reason:
+the chosen candidate's label, or, for `random`'s expectation and an `oracle` that found no
+pass, every label of the task.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -89,10 +95,50 @@ def run_pipeline(
     run.wall_s = timings
     ordered = {s: run.selections[s] for s in cfg.selectors if s in run.selections}
     ordered.update({s: v for s, v in run.selections.items() if s not in ordered})
-    run.selections = ordered
+    unmeasured = _unmeasured_labels(run)
+    run.selections = {
+        name: {t: _fail_if_unmeasured(sel, unmeasured[t]) for t, sel in per_task.items()}
+        for name, per_task in ordered.items()
+    }
     if task_ids:
-        run.summary = summarise(bools, ordered, n_boot=cfg.bootstrap, seed=cfg.seed)
+        flags = {t: [r is not None for r in reasons] for t, reasons in unmeasured.items()}
+        run.summary = summarise(
+            bools, run.selections, n_boot=cfg.bootstrap, seed=cfg.seed, unmeasured=flags
+        )
     return run
+
+
+def _unmeasured_labels(run: EvalRun) -> dict[str, list[str | None]]:
+    """Per task, per candidate: why its label could not be measured, or None when it was."""
+    out: dict[str, list[str | None]] = {}
+    for tid, task_labels in run.labels.items():
+        out[tid] = [
+            "no cached label"
+            if lab is None
+            else str(lab["first_failure"])
+            if lab["status"] in INFRA_FAILURES
+            else None
+            for lab in task_labels
+        ]
+    return out
+
+
+def _fail_if_unmeasured(sel: Any, reasons: list[str | None]) -> Any:
+    """``sel`` as a failed selection (same pick and score) when it rests on an unmeasured
+    label: the chosen one, or all of them for a selection with no pick (random's
+    expectation) and for an oracle that found no pass."""
+    if sel.failure is not None:
+        return sel
+    if sel.chosen is None or (sel.selector == "oracle" and sel.score == 0.0):
+        missing = [r for r in reasons if r is not None]
+        if not missing:
+            return sel
+        why = f"{len(missing)} of {len(reasons)} candidates have no label (e.g. {missing[0]})"
+    elif 0 <= sel.chosen < len(reasons) and reasons[sel.chosen] is not None:
+        why = f"the chosen candidate {sel.chosen} has no label ({reasons[sel.chosen]})"
+    else:
+        return sel
+    return dataclasses.replace(sel, failure=why)
 
 
 def _label_stage(

@@ -1,6 +1,6 @@
 """PNG charts: selectors' accuracy (95% CIs, pass@1 and oracle lines), accuracy against
-judge cost (one point per selector, the cheapest-for-each-accuracy frontier drawn) and
-judge quality.
+judge cost (one point per selector, the cheapest-for-each-accuracy frontier drawn), the
+selective-verification threshold sweep (accuracy against judge cost) and judge quality.
 
 matplotlib is imported here only, with the Agg backend (no display needed).
 """
@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-__all__ = ["plot_cost", "plot_judge_quality", "plot_selectors"]
+__all__ = ["plot_cost", "plot_judge_quality", "plot_selective_sweep", "plot_selectors"]
 
 
 def _pyplot() -> Any:
@@ -99,6 +99,68 @@ def plot_cost(summary: dict[str, Any], path: Path, title: str) -> Path | None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_selective_sweep(summary: dict[str, Any], path: Path, title: str) -> Path | None:
+    """Accuracy (%) against judge tokens (judge calls where some went uncounted) of each
+    ``X+sv`` row at every swept pointwise confidence, one line per row (the first row's
+    points labelled with their confidence, the configured one ringed), and its tournament
+    ``X`` judging every task as a cross; None (no file) when there is no sweep."""
+    sweep = summary.get("selective_sweep") or {}
+    if not sweep.get("rows"):
+        return None
+    plt = _pyplot()
+    axis, rows = sweep["axis"], sweep["rows"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    xs_all: list[float] = []
+    for index, name in enumerate(rows[0]["selectors"]):
+        colour = f"C{index % 10}"
+        points = [
+            (row["threshold"], float(p[axis]), 100 * p["accuracy"])
+            for row in rows
+            if (p := row["selectors"][name])["accuracy"] is not None
+        ]
+        ax.plot(
+            [x for _, x, _ in points], [y for _, _, y in points], "o-", color=colour, label=name
+        )
+        for c, x, y in points:
+            if c == sweep["configured"]:
+                ax.scatter(x, y, s=140, facecolors="none", edgecolors=colour, zorder=5)
+        if index == 0:
+            for (x, y), label in _threshold_labels(points).items():
+                ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        base = summary["selectors"].get(name.removesuffix("+sv"))
+        if base and base["accuracy"]["value"] is not None:
+            xs_all.append(float(base["cost"][axis]))
+            ax.scatter(xs_all[-1], 100 * base["accuracy"]["value"], marker="x", color=colour)
+        xs_all += [x for _, x, _ in points]
+    positive = [x for x in xs_all if x > 0]
+    if positive:
+        ax.set_xscale("symlog", linthresh=min(positive))
+    ax.set_xlabel(f"{axis.replace('_', ' ')} over all tasks (x: the tournament on every task)")
+    ax.set_ylabel("selected accuracy (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"{textwrap.fill(title, 70)}\nintegrity gate: {summary['verdict']}", fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=3, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _threshold_labels(
+    points: list[tuple[float, float, float]],
+) -> dict[tuple[float, float], str]:
+    """One label per point of a sweep line: the confidences that landed on it (their
+    labels would overlap), the first and last when there are more than three."""
+    at: dict[tuple[float, float], list[float]] = {}
+    for c, x, y in points:
+        at.setdefault((x, y), []).append(c)
+    return {
+        xy: "c = "
+        + (", ".join(f"{c:g}" for c in cs) if len(cs) <= 3 else f"{cs[0]:g} to {cs[-1]:g}")
+        for xy, cs in at.items()
+    }
 
 
 def _label_groups(

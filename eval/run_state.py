@@ -42,6 +42,10 @@ class EvalRun:
     expected: dict[str, int] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     wall_s: dict[str, float] = field(default_factory=dict)
+    # What the run's remote calls cost (``CallBudget.summary``) and what its preflight
+    # found; empty in a replay, which makes no call.
+    remote: dict[str, Any] = field(default_factory=dict)
+    preflight: dict[str, Any] = field(default_factory=dict)
 
     def bool_labels(self) -> dict[str, list[bool]]:
         """Labels as booleans (a missing label counts as not passed; the gate flags it)."""

@@ -9,6 +9,7 @@ failures are sampled again; in replay mode an absent entry is reported as missin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,14 @@ from pairrl.eval.config import CandidatesConfig, EvalConfig
 from pairrl.eval.run_state import Issue
 from pairrl.rewards import extract_code, is_answer_task
 
-__all__ = ["check_model_path", "sample_candidates"]
+__all__ = ["check_model_path", "check_model_sources", "sample_candidates"]
 
 
 def check_model_path(field: str, path: str | None) -> None:
     """Raise ``InputError`` when ``path`` names a local model folder that is not there (or
     holds no ``config.json``), or a ``.gguf`` file that cannot be converted (converting it
-    on first use, ``pairrl.model_source``); hub ids pass."""
+    on first use, ``pairrl.model_source``). A hub id passes, unless the hub is off
+    (``HF_HUB_OFFLINE``) and the local hub cache holds no such model."""
     from pairrl.errors import InputError
     from pairrl.model_source import ModelSourceError, resolve_model_path
 
@@ -37,12 +39,56 @@ def check_model_path(field: str, path: str | None) -> None:
         raise InputError(f"{field}: {err}") from None
     local = Path(path).expanduser()
     expected = "expected a model folder saved with save_pretrained, or a hub id"
-    if local.is_dir() and not (local / "config.json").is_file():
-        raise InputError(f"{field} {path}: the folder holds no config.json; {expected}")
-    if not local.is_dir() and (
-        local.exists() or path.startswith(("/", ".", "~")) or path.count("/") > 1
-    ):
+    if local.is_dir():
+        if not (local / "config.json").is_file():
+            raise InputError(f"{field} {path}: the folder holds no config.json; {expected}")
+        return
+    if _names_a_local_path(path):
         raise InputError(f"{field} {path}: no model folder there; {expected}")
+    if _hub_offline() and not _in_hub_cache(path):
+        raise InputError(
+            f"{field} {path}: no model folder there, and HF_HUB_OFFLINE is set and the local "
+            f"hub cache holds no model {path!r}; {expected}"
+        )
+
+
+def check_model_sources(cfg: EvalConfig) -> None:
+    """Check, before anything runs, every local model the run will load: the candidates'
+    (``source: model``) and the judge's (when a judge selector runs); see
+    ``check_model_path``."""
+    from pairrl.eval.config import JUDGE_SELECTORS
+
+    if cfg.candidates.source == "model":
+        check_model_path("candidates.model", cfg.candidates.model)
+    if any(name in JUDGE_SELECTORS for name in cfg.selectors):
+        check_model_path("judge.model", cfg.judge.model)
+
+
+def _names_a_local_path(path: str) -> bool:
+    """Whether ``path`` can only be a file system path, never a hub id (``org/name``): it
+    exists, starts like a path, has more than one ``/``, or its first part is a local
+    folder (``runs/nomodel`` where ``runs/`` exists)."""
+    if Path(path).expanduser().exists() or path.startswith(("/", ".", "~")):
+        return True
+    return path.count("/") > 1 or ("/" in path and Path(path.split("/")[0]).is_dir())
+
+
+def _hub_offline() -> bool:
+    """Whether the hub is switched off (``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``, with
+    the values huggingface_hub reads as true)."""
+    names = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    return any(os.environ.get(n, "").strip().upper() in {"1", "ON", "YES", "TRUE"} for n in names)
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    """Whether the local hub cache holds ``repo_id``'s config.json."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError:  # not a valid repo id: nothing of that name can be cached
+        return False
+    return isinstance(found, str)
 
 
 def sample_candidates(
@@ -105,15 +151,19 @@ def _sample_into_cache(
     sampler = make_sampler(
         src.model, _endpoint(src), src.served_model, src.http, src.batch_size, engine=src.engine
     )
+    encode = getattr(sampler, "encode", None)  # an in-process sampler's own prompt tokens
     todo = list(prompts)
     advance = progress("sample", len(todo))
     try:
         for start in range(0, len(todo), src.batch_size):
             chunk = todo[start : start + src.batch_size]
             rows = sampler.generate([prompts[t] for t in chunk], src.k, params)
-            cache.put_many(
-                (keys[t], {"completions": [_completion_entry(c) for c in row]})
+            entries = [
+                [_completion_entry(c, _prompt_tokens(encode, prompts[t])) for c in row]
                 for t, row in zip(chunk, rows, strict=True)
+            ]
+            cache.put_many(
+                (keys[t], {"completions": done}) for t, done in zip(chunk, entries, strict=True)
             )
             advance(len(chunk))
     finally:
@@ -142,9 +192,17 @@ def _from_cache(
                 candidates.append(Candidate(tid, str(j), "", text="", error=comp["error"]))
                 continue
             code = "" if tid in answer_tasks else extract_code(comp["text"]) or ""
-            meta = {"finish_reason": comp["finish_reason"]}
+            meta = {
+                "finish_reason": comp["finish_reason"],
+                "prompt_tokens": comp.get("prompt_tokens"),
+                "completion_tokens": comp.get("completion_tokens"),
+            }
             candidates.append(Candidate(tid, str(j), code, text=comp["text"], meta=meta))
     return candidates, issues
+
+
+def _prompt_tokens(encode: Any, prompt: Any) -> int | None:
+    return len(encode(prompt)) if callable(encode) else None
 
 
 def _needs_sampling(entry: dict[str, Any] | None, mode: str) -> bool:
@@ -153,10 +211,18 @@ def _needs_sampling(entry: dict[str, Any] | None, mode: str) -> bool:
     return entry is None or any(c["error"] is not None for c in entry["completions"])
 
 
-def _completion_entry(comp: Any) -> dict[str, Any]:
+def _completion_entry(comp: Any, prompt_tokens: int | None = None) -> dict[str, Any]:
+    """A sample as cached: its text, how it ended, and its tokens as the engine counted
+    them (its ``usage``), else as sampled (token ids; the prompt as the sampler encodes
+    it); None where neither is known (a server that returned text without token ids)."""
+    usage = comp.usage
+    counted = bool(comp.token_ids) or not comp.text
     return {
         "text": comp.text,
         "finish_reason": comp.finish_reason,
         "error": None if comp.error is None else str(comp.error),
-        "completion_tokens": len(comp.token_ids),
+        "completion_tokens": usage.completion_tokens
+        if usage
+        else (len(comp.token_ids) if counted else None),
+        "prompt_tokens": usage.prompt_tokens if usage else prompt_tokens,
     }

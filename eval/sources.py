@@ -29,7 +29,9 @@ def load_candidates_and_tasks(
         assert src.pool is not None
         all_tasks = _configured_tasks(cfg, cache_dir)
         pool = load_pool(src.pool, all_tasks)
-        if all_tasks is None:
+        if all_tasks is None or (pool.task_rows is not None and not cfg.tasks.path):
+            # a pool that carries its own tests defines the task set unless a task file is
+            # given; a recipe then gives only its prompts
             all_tasks = load_task_set(None, pool.task_rows, cache_dir)
         elif pool.task_rows is not None:  # its own tests, but matched to the given task set
             check_pool_tasks(Path(src.pool), pool.candidates, all_tasks)

@@ -6,6 +6,11 @@ group, so this module never imports train or eval by name. A subcommand whose mo
 to import is still listed, and says why when invoked, instead of breaking the whole CLI.
 Unusable input (``pairrl.errors.InputError``) ends any command with its message and exit
 status 2, without a traceback.
+
+Help is click's plain layout (``rich_markup_mode=None``, which every subcommand inherits):
+it wraps each option's help at the terminal's width instead of cutting it, and shows a flag
+without a value type. Command lists show each command's first sentence whole
+(``pairrl.cli_help.PlainHelpGroup``).
 """
 
 from __future__ import annotations
@@ -17,8 +22,14 @@ from pathlib import Path
 
 import typer
 
+from pairrl.cli_help import PlainHelpGroup
+
+__all__ = ["app", "main"]
+
+
 app = typer.Typer(
     name="pairrl",
+    cls=PlainHelpGroup,
     help=(
         "Train language models to write solutions and judge them in pairs (PairRL), "
         "select the best of k candidates with a Swiss tournament, and benchmark selection."
@@ -26,6 +37,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
 )
 
 DEFAULT_TINY_DIR = Path("runs/tiny-model")
@@ -33,7 +45,9 @@ DEFAULT_TINY_DIR = Path("runs/tiny-model")
 
 @app.command("tiny-model")
 def tiny_model(
-    out_dir: Path = typer.Argument(..., help="Folder to write the tokenizer and model into."),
+    out_dir: Path = typer.Argument(
+        ..., metavar="OUT_DIR", help="Folder to write the tokenizer and model into."
+    ),
     seed: int = typer.Option(0, help="Seed for the tokenizer corpus and the weights."),
 ) -> None:
     """Build the tiny local tokenizer and Qwen3-style model (no downloads, ~260k parameters)."""
@@ -80,8 +94,10 @@ def sample(
     max_new_tokens: int = typer.Option(32, min=1, max=4096, help="Tokens per sample."),
     seed: int = typer.Option(0, help="Sampling seed."),
 ) -> None:
-    """Sample from a model with its chat template (builds the tiny model if needed; a
-    .gguf file is converted once, pairrl.model_source)."""
+    """Sample from a model through its chat template.
+
+    The tiny model is built first when --model-dir holds none; a .gguf file is converted
+    once (pairrl.model_source)."""
     import torch
 
     from pairrl.model_source import resolve_model_path

@@ -51,9 +51,16 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; errors name the file (and line, where YAML reports one)."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(str(path), [f"file not found: {path}"])
+        what = "is a folder, not a file" if path.is_dir() else "file not found"
+        raise ConfigError(str(path), [f"{what}: {path}"])
+    raw = path.read_bytes()
     try:
-        data = yaml.safe_load(path.read_text())
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        byte = f"byte {raw[err.start]:#04x} at offset {err.start}"
+        raise ConfigError(str(path), [f"not a YAML text file: {byte} is not UTF-8"]) from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(str(path), [f"not valid YAML: {err}"]) from err
     if data is None:
@@ -63,8 +70,13 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+def apply_overrides(
+    data: dict[str, Any], overrides: list[str], model_cls: type[BaseModel] | None = None
+) -> dict[str, Any]:
     """Apply `a.b.c=value` overrides to a nested dict (values parsed as YAML scalars).
+
+    With `model_cls`, the schema the dict is for, a value for a text field stays the text
+    that was typed: `logging.run_name=007` is the name '007', not the number 7.
 
     >>> apply_overrides({"train": {"lr": 1.0}}, ["train.lr=1e-6", "seed=3"])
     {'train': {'lr': 1e-06}, 'seed': 3}
@@ -74,9 +86,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError("--set", [f"override {item!r} is not of the form key.path=value"])
-        value = _parse_scalar(raw)
-        node = out
         parts = key.strip().split(".")
+        value = _parse_scalar(raw)
+        if model_cls is not None:
+            value = _as_typed_text(model_cls, tuple(parts), raw, value)
+        node = out
         for part in parts[:-1]:
             child = node.get(part)
             if child is None:
@@ -111,7 +125,7 @@ def load_config(
     path: str | Path, model_cls: type[ModelT], overrides: list[str] | None = None
 ) -> ModelT:
     """Load YAML from `path`, apply dotted `overrides`, validate against `model_cls`."""
-    data = apply_overrides(load_yaml(path), overrides or [])
+    data = apply_overrides(load_yaml(path), overrides or [], model_cls)
     return parse_config(data, model_cls, source=str(path))
 
 
@@ -129,6 +143,8 @@ def _format_error(error: Any, model_cls: type[BaseModel]) -> str:
         return f"{dotted}: unknown key; allowed keys here: {', '.join(allowed)}"
     if kind == "missing":
         return f"{dotted}: required field is missing ({describe_allowed(model_cls, loc)})"
+    if not loc:  # a rule over the whole file: its message says what; the input is all of it
+        return f"{error.get('msg')}"
     return (
         f"{dotted} = {value!r} is invalid: {error.get('msg')}. "
         f"Allowed: {describe_allowed(model_cls, loc)}"
@@ -196,6 +212,40 @@ def _parse_scalar(raw: str) -> Any:
         return yaml.safe_load(raw)
     except yaml.YAMLError:
         return raw
+
+
+def _as_typed_text(model_cls: type[BaseModel], loc: tuple[str, ...], raw: str, value: Any) -> Any:
+    """`raw` itself where the field at `loc` takes text but not what YAML read (`007` read
+    as 7 for a str field); else `value`. A value the field takes as it is stays."""
+    parent = _model_at(model_cls, loc[:-1])
+    field = parent.model_fields.get(loc[-1]) if parent is not None else None
+    if field is None or isinstance(value, str):
+        return value
+    annotation = field.annotation
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    members = typing.get_args(annotation) if union else (annotation,)
+    if str not in members:
+        return value
+    if any(_takes_as_is(m, value) for m in members if m is not str):
+        return value
+    return raw.strip()
+
+
+def _takes_as_is(member: Any, value: Any) -> bool:
+    """Whether a union member `member` takes `value` without reading it as something else
+    (a bool is no int here, an int is a float; `list[str]` takes a list). A member of a
+    shape not known here takes it: the schema decides."""
+    origin = typing.get_origin(member)
+    if origin is typing.Literal:
+        return value in typing.get_args(member)
+    cls = origin or member
+    if not isinstance(cls, type):
+        return True
+    if isinstance(value, bool):
+        return cls is bool
+    if cls is float:
+        return isinstance(value, int | float)
+    return isinstance(value, cls)
 
 
 def _deep_copy(data: Any) -> Any:

@@ -147,24 +147,36 @@ def check_bubblewrap() -> Check:
 
 
 def check_slurm() -> Check:
+    """Whether jobs can be submitted: the client on PATH and a controller that answers
+    `scontrol ping` (a client whose controller is down submits nothing)."""
     sbatch = shutil.which("sbatch")
-    disables = "`pairrl slurm` submission and the Slurm tests (rendering still works)"
+    disables = "`pairrl slurm submit` and the Slurm tests (`pairrl slurm render` still works)"
     if sbatch is None:
         return Check("slurm", False, "sbatch not on PATH (apt-get install slurm-client)", disables)
     code, out = _run(["scontrol", "ping"], timeout=5)
-    state = out.splitlines()[-1] if out else "no answer"
-    return Check("slurm", True, f"client at {sbatch}; controller: {state if code == 0 else 'down'}")
+    last = out.splitlines()[-1] if out else "no answer"
+    if code != 0:
+        return Check("slurm", False, f"client at {sbatch}; controller down: {last}", disables)
+    return Check("slurm", True, f"client at {sbatch}; controller: {last}")
 
 
 def check_wandb() -> Check:
+    """W&B as runs use it: each run sets its mode from its config (training:
+    `logging.wandb`, offline by default; evaluation: `wandb.mode`), never from
+    WANDB_MODE, so offline logging needs only the package and online sync an API key."""
     if importlib.util.find_spec("wandb") is None:
-        return Check("wandb", False, "not installed", "experiment tracking")
-    mode = os.environ.get("WANDB_MODE", "online (default)")
+        return Check(
+            "wandb", False, "not installed", "W&B logging (runs with logging.wandb: disabled work)"
+        )
     has_key = bool(os.environ.get("WANDB_API_KEY")) or _netrc_has("api.wandb.ai")
-    detail = f"mode {mode}; API key {'found' if has_key else 'not found'}"
-    if not has_key and not mode.startswith(("offline", "disabled")):
-        return Check("wandb", False, detail, "online sync (set WANDB_MODE=offline to log locally)")
-    return Check("wandb", True, detail)
+    online = "API key found" if has_key else "needs an API key (wandb login): not found"
+    version = distribution_version("wandb") or "installed"
+    return Check(
+        "wandb",
+        True,
+        f"{version}; runs log in their config's mode (logging.wandb, default offline); "
+        f"online sync {online}",
+    )
 
 
 def _netrc_has(host: str) -> bool:

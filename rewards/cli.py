@@ -47,6 +47,8 @@ def read_candidates(path: Path, tasks_by_id: dict[str, object]) -> list[ExecJob]
             raise InputError(f"{path}: row {number}: code and text must be strings or null")
         task = tasks_by_id[task_id]
         jobs.append(ExecJob(task, code, candidate_id, text=text if text is not None else code))  # type: ignore[arg-type]
+    if not jobs:
+        raise InputError(f"{path}: holds no candidate; expected a JSONL file, one {EXPECTED_ROW}")
     return jobs
 
 
@@ -74,7 +76,7 @@ def execute_cmd(
     """Run every candidate against its task's hidden tests; exit 0 when all were judged."""
     from collections import Counter
 
-    from pairrl.errors import InputError
+    from pairrl.errors import InputError, require_writable_file
     from pairrl.rewards.task_datasets import load_task_source
 
     if isolation not in ("bwrap", "process"):
@@ -82,6 +84,7 @@ def execute_cmd(
     try:
         task_list = load_task_source(str(tasks))
         jobs = read_candidates(candidates, {t.task_id: t for t in task_list})
+        require_writable_file(out, "--out")  # before the run, so no verdict is lost
     except InputError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

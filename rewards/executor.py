@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Literal
 
+from pairrl.rewards.call_outputs import call_outputs_on
 from pairrl.rewards.evalplus_compat import LIMIT_FACTOR, LIMIT_FLOOR_S, reference_limit
 from pairrl.rewards.results import CallOutput, ExecJob, ExecResult
 from pairrl.rewards.sandbox import (
@@ -36,9 +37,10 @@ from pairrl.rewards.sandbox import (
     SandboxUnavailable,
     SandboxWorker,
 )
-from pairrl.rewards.session import CandidateAborted, CandidateSession, InfrastructureError
+from pairrl.rewards.session import CandidateSession, InfrastructureError
 from pairrl.rewards.tasks import AssertTests, IOTests, StdioTests, Task
 from pairrl.rewards.trusted_driver import (
+    SETUP_LIMIT_S,
     CompiledAssertTests,
     make_result,
     run_io_tests,
@@ -113,6 +115,12 @@ class Executor:
         return worker
 
     def _take(self) -> SandboxWorker:
+        worker = self._take_any()
+        # A worker that died while idle (the OOM killer, an operator's signal) is replaced
+        # before use: no job may fail on a channel that closed before the job began.
+        return worker if worker.alive() else self._replace(worker)
+
+    def _take_any(self) -> SandboxWorker:
         try:
             return self._idle.get_nowait()
         except queue.Empty:
@@ -125,15 +133,22 @@ class Executor:
             return self._new_worker(slot)
         return self._idle.get()
 
-    def _give_back(self, worker: SandboxWorker, healthy: bool) -> None:
-        if healthy and worker.alive() and worker.jobs_served < self.recycle_after:
-            self._idle.put(worker)
-            return
+    def _retire(self, worker: SandboxWorker) -> None:
         worker.kill()
         with self._pool_lock:
             self._all.remove(worker)
-        if not self._closed:
-            self._idle.put(self._new_worker(worker.slot))
+
+    def _replace(self, worker: SandboxWorker) -> SandboxWorker:
+        self._retire(worker)
+        return self._new_worker(worker.slot)
+
+    def _give_back(self, worker: SandboxWorker, healthy: bool) -> None:
+        if healthy and worker.alive() and worker.jobs_served < self.recycle_after:
+            self._idle.put(worker)
+        elif self._closed:
+            self._retire(worker)
+        else:
+            self._idle.put(self._replace(worker))
 
     def sandbox_uids(self) -> set[int]:
         """Host uids of every worker this executor started (to audit the process table)."""
@@ -266,7 +281,9 @@ class Executor:
         digest = task.tests_digest()
         with self._task_lock(digest):
             if digest not in self._compiled:
-                self._compiled[digest] = CompiledAssertTests(task, spec)
+                # A setup that loops must not hold this task's lock (and a thread) forever.
+                setup_limit = max(self.timeout_s, SETUP_LIMIT_S)
+                self._compiled[digest] = CompiledAssertTests(task, spec, setup_limit)
             return self._compiled[digest]
 
     def expected_outputs(self, task: Task) -> list[CallOutput]:
@@ -403,43 +420,12 @@ class Executor:
         call that kills the candidate the program is loaded afresh for the next input.
         For output-clustering selection and for expected outputs of canonical solutions.
         """
-        timeout = timeout_s or self.timeout_s
-        outputs: list[CallOutput] = []
         worker = self._take()
-        healthy = True
-        session: CandidateSession | None = None
+        healthy = False
         try:
-            for args in inputs:
-                if session is None or session.sticky is not None:
-                    if session is not None:
-                        report = session.end()
-                        healthy = healthy and not report.get("dirty")
-                    session = CandidateSession(worker, code, timeout)
-                    aborted = session.load()
-                    if aborted is not None:
-                        outputs.append(CallOutput(failure=f"{aborted.status}: {aborted.reason}"))
-                        continue
-                session.deadline = time.monotonic() + timeout
-                t0 = time.monotonic()
-                output = _one_call(session, entry_point, args)
-                outputs.append(replace(output, wall_s=time.monotonic() - t0))
-            if session is not None:
-                report = session.end()
-                healthy = healthy and not report.get("dirty") and not report.get("survivors")
-        except InfrastructureError:
-            healthy = False
-            raise
+            outputs, healthy = call_outputs_on(
+                worker, code, entry_point, inputs, timeout_s or self.timeout_s
+            )
         finally:
             self._give_back(worker, healthy)
         return outputs
-
-
-def _one_call(session: CandidateSession, entry_point: str, args: Sequence[Any]) -> CallOutput:
-    try:
-        return CallOutput(value=session.call(entry_point, tuple(args), {}))
-    except CandidateAborted as aborted:
-        return CallOutput(failure=f"{aborted.status}: {aborted.reason}")
-    except InfrastructureError:
-        raise
-    except Exception as exc:
-        return CallOutput(failure=f"runtime_error: {type(exc).__name__}: {exc}"[:300])

@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import json
 import os
+import queue
 import secrets
 import select
 import shutil
@@ -23,6 +24,8 @@ import sys
 import sysconfig
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -160,6 +163,48 @@ def bwrap_command(python: Path, package_dirs: list[Path]) -> list[str]:
     return cmd
 
 
+_Launch = tuple[Callable[[], Any], Future[Any]]
+
+
+class ProcessLauncher:
+    """Starts sandbox processes from one thread that lives as long as this process.
+
+    bubblewrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``) fires when the *thread*
+    that started it exits, not the process. A worker started from a short-lived thread
+    (one of a per-batch thread pool) would be killed when that thread ends, between two
+    jobs, and the next job would find its channel closed.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: queue.SimpleQueue[_Launch] = queue.SimpleQueue()
+        self._owner_pid = 0  # a forked host process has no copy of the thread
+
+    def launch(self, start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+        """Run ``start`` (which spawns the process) on the launcher thread; its result."""
+        future: Future[subprocess.Popen[bytes]] = Future()
+        with self._lock:
+            if self._owner_pid != os.getpid():
+                self._requests, self._owner_pid = queue.SimpleQueue(), os.getpid()
+                name = "pairrl-sandbox-launcher"
+                args = (self._requests,)
+                threading.Thread(target=_serve_launches, args=args, name=name, daemon=True).start()
+            self._requests.put((start, future))
+        return future.result()
+
+
+def _serve_launches(requests: queue.SimpleQueue[_Launch]) -> None:
+    while True:
+        start, future = requests.get()
+        try:
+            future.set_result(start())
+        except BaseException as exc:  # handed to the caller, which raises it
+            future.set_exception(exc)
+
+
+LAUNCHER = ProcessLauncher()
+
+
 class SandboxWorker:
     """One long-lived worker process and the framed channel to it."""
 
@@ -205,15 +250,17 @@ class SandboxWorker:
             kill_all = "kill_all" if is_root else "group_only"
             cmd = [str(python), "-I", "-S", "-B", "-c", WORKER_SOURCE, kill_all]
         env = {"LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"}
-        self.proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            env=env,
-            cwd="/",
-            **user,
+        self.proc = LAUNCHER.launch(
+            lambda: subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=env,
+                cwd="/",
+                **user,
+            )
         )
         self._buffer = b""
         self.jobs_served = 0

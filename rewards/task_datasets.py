@@ -101,12 +101,16 @@ def load_task_source(
     subset: str | None = None,
     split: str = "train",
 ) -> list[Task]:
-    """Every task of ``path`` (any kind above), rows renamed by ``columns``."""
+    """Every task of ``path`` (any kind above), rows renamed by ``columns``; a source that
+    holds no task is an :class:`InputError`."""
     if source_kind(path) == "file":
         return load_tasks(path, columns)
     rows = open_rows(path, subset, split)
     _check_columns(rows.where, rows.columns, columns or {})
-    return rows_to_tasks(iter(rows.rows), rows.where, columns, 0, rows.id_prefix)
+    tasks = rows_to_tasks(iter(rows.rows), rows.where, columns, 0, rows.id_prefix)
+    if not tasks:
+        raise InputError(f"{rows.where}: holds no task (no rows); expected {EXPECTED}")
+    return tasks
 
 
 def _parquet_columns(path: str) -> list[str]:

@@ -15,7 +15,8 @@ Known formats (``.gz`` is decompressed first):
 A column mapping (``{task field: column}``, e.g. ``{problem: question}``) renames a file's
 or a dataset's columns to these fields first; a row without ``task_id`` gets
 ``<file stem>/<row index>``. A missing file, a row that fits no format or a mapped column
-that is absent is a :class:`TaskFormatError` naming the file, the row and what was expected.
+that is absent is a :class:`TaskFormatError` naming the file, the row and what was expected;
+so is a file that holds no task (empty, or an empty JSON list).
 """
 
 from __future__ import annotations
@@ -250,8 +251,12 @@ def rows_to_tasks(
 
 
 def load_tasks(path: str | Path, columns: dict[str, str] | None = None) -> list[Task]:
-    """Load every task in ``path`` (format detected by content; ``columns``: see above)."""
-    return rows_to_tasks(_read_rows(Path(path)), str(path), columns)
+    """Load every task in ``path`` (format detected by content; ``columns``: see above); a
+    file that holds no task is a :class:`TaskFormatError`, as a missing one is."""
+    tasks = rows_to_tasks(_read_rows(Path(path)), str(path), columns)
+    if not tasks:
+        raise TaskFormatError(f"{path}: holds no task; expected {TASK_FILE_KINDS}")
+    return tasks
 
 
 def deepcoder_row_to_task(row: dict[str, Any], task_id: str) -> Task:

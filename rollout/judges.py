@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pairrl.rewards import RatingFailure, parse_pair_ratings, parse_rating
+from pairrl.rollout.aggregation import rank_candidates
 from pairrl.rollout.prompts import (
     Domain,
     continuation,
@@ -123,6 +124,41 @@ def forced_point_verdicts(
         else PointVerdict(score[0], "rating", "", rating_mass=score[1])
         for score in scores
     ]
+
+
+def rating_verdicts(
+    sampler: Sampler,
+    prompts: Sequence[Prompt],
+    readout: str,
+    sampling: SamplingParams = DEFAULT_JUDGE_SAMPLING,
+    think_tokens: int | None = None,
+    min_rating_mass: float = DEFAULT_MIN_RATING_MASS,
+) -> list[PointVerdict | JudgeFailure]:
+    """The pointwise 1-10 rating of each judge prompt (``pointwise_messages`` or a prompt
+    kit's) under ``readout``: ``sampled`` and ``expected`` through
+    :meth:`PointwiseJudge.judge_rating_prompts`, ``forced`` through
+    :func:`forced_point_verdicts` (no sampling, so ``sampling`` and ``think_tokens`` are
+    not read)."""
+    if readout == "forced":
+        return forced_point_verdicts(sampler, prompts, min_rating_mass)
+    judge = PointwiseJudge(
+        sampler,
+        mode="rating",
+        readout=readout,  # type: ignore[arg-type]
+        sampling=sampling,
+        think_tokens=think_tokens,
+        min_rating_mass=min_rating_mass,
+    )
+    return judge.judge_rating_prompts(prompts)
+
+
+def pointwise_ranking(scores: Sequence[float | None]) -> list[int]:
+    """Candidates best first by their pointwise score (a rating or P(correct)); None marks
+    a failed judgement. Ties are broken as the tournaments break them
+    (:func:`~pairrl.rollout.aggregation.rank_candidates` with the score as both mu and mean
+    rating: the lowest index among equal scores); failed candidates come last, by index."""
+    evidence = [math.nan if s is None else float(s) for s in scores]
+    return rank_candidates(evidence, evidence)
 
 
 # ---- shared generation step -----------------------------------------------------------------

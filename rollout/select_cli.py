@@ -1,4 +1,5 @@
-"""``pairrl select``: rank one problem's candidates with a model as pairwise judge.
+"""``pairrl select``: rank one problem's candidates with a model as pairwise judge, or
+rate each once on 1-10 (``--method pointwise_rating``, ``pairrl.rollout.select_pointwise``).
 
 Candidates come from a JSONL file (one per row: a JSON string, or an object with one of
 ``text`` / ``completion`` / ``solution`` / ``code`` and an optional ``id``) and/or from
@@ -25,7 +26,9 @@ from typing import Any
 
 import typer
 
+from pairrl.rollout import select_pointwise as pointwise
 from pairrl.rollout.schedule_registry import SCHEDULES, get_schedule
+from pairrl.rollout.select_pointwise import JudgeSettings
 
 SELECT_READOUTS: tuple[str, ...] = ("sampled", "expected", "forced")
 ENGINES: tuple[str, ...] = ("hf", "vllm")
@@ -165,8 +168,6 @@ def _print_report(result: Any, judge_pairs: Any, candidates: list[Candidate]) ->
 
 def _print_all_failed(console: Any, result: Any, judge_pairs: Any) -> None:
     """Every comparison failed: the counts and reasons, and no ranking (there is none)."""
-    from collections import Counter
-
     from rich.markup import escape
 
     console.print(
@@ -175,8 +176,7 @@ def _print_all_failed(console: Any, result: Any, judge_pairs: Any) -> None:
     )
     for (a, b), reason in judge_pairs.failures:
         console.print(f"[red]failure[/] {a} vs {b}: {escape(reason)}")
-    by_reason = Counter(reason.split(" (after ")[0][:160] for _, reason in judge_pairs.failures)
-    for reason, count in by_reason.most_common():
+    for reason, count in pointwise.failure_counts([reason for _, reason in judge_pairs.failures]):
         console.print(f"  {count} x {escape(reason)}")
     console.print(
         f"[red]no winner[/]: every comparison failed ({result.num_failed} of "
@@ -234,6 +234,8 @@ _HELP = {
     "and id).",
     "endpoint": "OpenAI-compatible base URL, e.g. http://host:8000/v1.",
     "served_model": "Model name at --endpoint (default: its first).",
+    "method": "pairwise (a tournament, --schedule) or pointwise_rating (the paper's "
+    "pointwise baseline: each candidate rated once on 1-10, the highest rating wins).",
     "schedule": "Tournament schedule: swiss is the paper's, rated_halving the project's "
     '"better" one.',
     "readout": "sampled (parse tags), expected (rating-token probabilities where the judge "
@@ -241,6 +243,12 @@ _HELP = {
     "think_tokens": "Thinking budget, then </think> is forced.",
     "min_rating_mass": "expected/forced: fail a rating whose tokens hold less next-token mass "
     "than this.",
+    "temperature": "The judge's sampling temperature.",
+    "top_p": "The judge's nucleus sampling: the top-p mass it samples from.",
+    "connect_timeout": "With --endpoint: seconds to wait for a connection to the server.",
+    "read_timeout": "With --endpoint: seconds a request waits for the server's data, then fails.",
+    "max_retries": "With --endpoint: retries of a request whose failure can pass (transport "
+    "error, timeout, HTTP 408, 429, 5xx).",
 }
 
 
@@ -253,7 +261,10 @@ def schedule_name(value: str) -> str:
 
 
 def select_cmd(
-    candidate_files: list[Path] = typer.Argument(None, help="Files, one candidate each."),
+    ctx: typer.Context,
+    candidate_files: list[Path] = typer.Argument(
+        None, metavar="FILE", help="Files, one candidate each."
+    ),
     candidates_jsonl: Path | None = typer.Option(None, "--candidates", help=_HELP["candidates"]),
     problem: str | None = typer.Option(None, help="The problem statement."),
     problem_file: Path | None = typer.Option(None, help="File holding the problem statement."),
@@ -262,6 +273,7 @@ def select_cmd(
     ),
     endpoint: str | None = typer.Option(None, help=_HELP["endpoint"]),
     served_model: str | None = typer.Option(None, help=_HELP["served_model"]),
+    method: str = typer.Option("pairwise", help=_HELP["method"]),
     schedule: str = typer.Option(
         "swiss", parser=schedule_name, metavar=SCHEDULE_METAVAR, help=_HELP["schedule"]
     ),
@@ -269,19 +281,23 @@ def select_cmd(
     domain: str = typer.Option("code", help="code or math."),
     readout: str = typer.Option("sampled", help=_HELP["readout"]),
     engine: str = typer.Option("hf", help="Engine for --judge-model: hf or vllm."),
-    temperature: float = typer.Option(0.6, min=0.0, max=10.0),
-    top_p: float = typer.Option(0.95, min=0.0, max=1.0),
-    max_tokens: int = typer.Option(4096, min=1, help="Judge tokens per comparison."),
+    temperature: float = typer.Option(0.6, min=0.0, max=10.0, help=_HELP["temperature"]),
+    top_p: float = typer.Option(0.95, min=0.0, max=1.0, help=_HELP["top_p"]),
+    max_tokens: int = typer.Option(4096, min=1, help="Judge tokens per comparison or rating."),
     think_tokens: int | None = typer.Option(None, min=1, help=_HELP["think_tokens"]),
     min_rating_mass: float = typer.Option(0.5, min=0.0, max=1.0, help=_HELP["min_rating_mass"]),
     seed: int = typer.Option(0, help="Seed for the schedule and the judge's sampling."),
-    connect_timeout: float = typer.Option(5.0, min=0.001),
-    read_timeout: float = typer.Option(600.0, min=0.001),
-    max_retries: int = typer.Option(2, min=0),
+    connect_timeout: float = typer.Option(5.0, min=0.001, help=_HELP["connect_timeout"]),
+    read_timeout: float = typer.Option(600.0, min=0.001, help=_HELP["read_timeout"]),
+    max_retries: int = typer.Option(2, min=0, help=_HELP["max_retries"]),
     device: str | None = typer.Option(None, help="cpu or cuda for --judge-model."),
 ) -> None:
-    """Rank candidates for one problem with a pairwise judge (Swiss or another schedule)."""
+    """Rank candidates for one problem with a pairwise judge (Swiss or another schedule)
+    or by the pointwise 1-10 rating."""
     _check_arguments(judge_model, endpoint, problem, problem_file, domain, readout, engine)
+    # Compared by name: the enum's class is that of the click build typer runs on.
+    given = getattr(ctx.get_parameter_source("schedule"), "name", "DEFAULT") != "DEFAULT"
+    pointwise.check_method(method, schedule if given else None, budget)
     candidates = _read_candidates(candidates_jsonl, list(candidate_files or []))
     problem_text = problem if problem is not None else problem_file.read_text(encoding="utf-8")  # type: ignore[union-attr]
     sampling = _sampling(temperature, top_p, max_tokens, seed)
@@ -291,14 +307,37 @@ def select_cmd(
         )
     else:
         sampler = _local_sampler(judge_model, engine, device)  # type: ignore[arg-type]
-    judge = _make_judge(sampler, readout, domain, sampling, think_tokens, min_rating_mass)
+    settings = JudgeSettings(readout, domain, sampling, think_tokens, min_rating_mass)
+    if method == pointwise.POINTWISE_METHOD:
+        won = pointwise.select_pointwise(sampler, problem_text, candidates, settings)
+    else:
+        won = _select_pairwise(sampler, problem_text, candidates, settings, schedule, budget, seed)
+    _print_usage(sampler)
+    if not won:
+        raise typer.Exit(1)
+
+
+def _select_pairwise(
+    sampler: Any,
+    problem: str,
+    candidates: list[Candidate],
+    settings: JudgeSettings,
+    schedule: str,
+    budget: int | None,
+    seed: int,
+) -> bool:
+    """The tournament under ``schedule`` and its report; True when it has a winner."""
     result, judge_pairs = run_selection(
-        judge, problem_text, candidates, schedule=schedule, budget=budget, domain=domain, seed=seed
+        _make_judge(sampler, settings),
+        problem,
+        candidates,
+        schedule=schedule,
+        budget=budget,
+        domain=settings.domain,
+        seed=seed,
     )
     _print_report(result, judge_pairs, candidates)
-    _print_usage(sampler)
-    if result.winner is None:
-        raise typer.Exit(1)
+    return result.winner is not None
 
 
 def _check_arguments(
@@ -370,26 +409,21 @@ def _local_sampler(judge_model: str, engine: str, device: str | None) -> Any:
     return HFSampler.from_pretrained(judge_model, device=device)
 
 
-def _make_judge(
-    sampler: Any,
-    readout: str,
-    domain: str,
-    sampling: Any,
-    think_tokens: int | None,
-    min_rating_mass: float,
-) -> Any:
-    """The pairwise judge for ``readout`` (forced: ``ForcedPairwiseJudge``)."""
+def _make_judge(sampler: Any, settings: JudgeSettings) -> Any:
+    """The pairwise judge for ``settings.readout`` (forced: ``ForcedPairwiseJudge``)."""
     from pairrl.rollout.judges import PairwiseJudge
 
-    if readout == "forced":
-        return ForcedPairwiseJudge(sampler, domain, sampling, min_rating_mass)
+    if settings.readout == "forced":
+        return ForcedPairwiseJudge(
+            sampler, settings.domain, settings.sampling, settings.min_rating_mass
+        )
     return PairwiseJudge(
         sampler,
-        domain=domain,  # type: ignore[arg-type]
-        readout=readout,  # type: ignore[arg-type]
-        sampling=sampling,
-        think_tokens=think_tokens,  # type: ignore[arg-type]
-        min_rating_mass=min_rating_mass,
+        domain=settings.domain,  # type: ignore[arg-type]
+        readout=settings.readout,  # type: ignore[arg-type]
+        sampling=settings.sampling,
+        think_tokens=settings.think_tokens,
+        min_rating_mass=settings.min_rating_mass,
     )
 
 

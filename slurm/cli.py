@@ -23,12 +23,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from pairrl.cli_help import PlainHelpGroup
+
 if TYPE_CHECKING:
     from pairrl.slurm.render import EvalJobSpec, RenderedJob, TrainJobSpec
 
 __all__ = ["register"]
 
 slurm_app = typer.Typer(
+    cls=PlainHelpGroup,
     help="Render and submit Slurm jobs: multi-node training with a vLLM server node, sharded evaluation.",
     no_args_is_help=True,
 )
@@ -45,7 +48,7 @@ class _Options:
     """
 
     config: Path = typer.Argument(
-        ..., help="Training (kind: train) or evaluation (kind: eval) YAML."
+        ..., metavar="CONFIG", help="Training (kind: train) or evaluation (kind: eval) YAML."
     )
     nodes: int = typer.Option(
         2, min=1, help="Training nodes in all; with >= 2 the last serves vLLM."
@@ -55,7 +58,10 @@ class _Options:
         None, min=1, help="Trainer processes per node; default: GPUs per node."
     )
     accelerate_config: Path | None = typer.Option(
-        None, help="configs/accelerate/*.yaml; required for --nodes >= 2."
+        None,
+        help="configs/accelerate/*.yaml (DeepSpeed, FSDP, ...). Default: accelerate's plain "
+        "data parallel for several trainer processes on GPU nodes, plain `pairrl train` for "
+        "one; several processes on CPU nodes need one.",
     )
     cpus_per_task: int = typer.Option(8, min=1, help="CPU cores per node.")
     mem: str | None = typer.Option(None, help="Memory per node, e.g. 200G.")
@@ -83,24 +89,34 @@ class _Options:
         None, help="Trainer run folder (--out); default: the config's."
     )
     overrides: list[str] = typer.Option(
-        [], "--set", help="key.path=value, passed on to `pairrl train`."
+        [],
+        "--set",
+        metavar="KEY.PATH=VALUE",
+        help="Passed on to `pairrl train`; repeatable.",
     )
     sbatch_arg: list[str] = typer.Option(
-        [], help="Extra #SBATCH option, e.g. --sbatch-arg=--constraint=h100."
+        [],
+        metavar="OPTION",
+        help="Extra #SBATCH option, repeatable, e.g. --constraint=h100.",
     )
     shards: int = typer.Option(4, min=1, help="Evaluation shards (array tasks).")
     max_parallel: int | None = typer.Option(None, min=1, help="At most this many shards at once.")
     out: Path | None = typer.Option(
         None, help="Evaluation output folder; default: the eval config's out_dir."
     )
-    eval_arg: list[str] = typer.Option([], help="Extra argument for every `pairrl eval` shard.")
+    eval_arg: list[str] = typer.Option(
+        [], metavar="ARG", help="Extra argument for every `pairrl eval` shard; repeatable."
+    )
     serve_model: Path | None = typer.Option(
         None,
         help="Eval: serve this model folder with vLLM in a job of its own and sample from it "
         "(the config's candidates.source must be endpoint).",
     )
     server_arg: list[str] = typer.Option(
-        [], help="Eval with --serve-model: extra vLLM server argument, e.g. --enforce-eager."
+        [],
+        metavar="ARG",
+        help="Eval with --serve-model: extra vLLM server argument, repeatable, e.g. "
+        "--enforce-eager.",
     )
     server_max_model_len: int = typer.Option(
         4096, min=16, help="Eval with --serve-model: the server's context length."

@@ -34,7 +34,7 @@ from typing import Any
 
 from pairrl.config import ConfigError, load_config, load_yaml
 from pairrl.eval.config import EvalConfig
-from pairrl.slurm.specs import EvalJobSpec, SlurmResources, TrainJobSpec
+from pairrl.slurm.specs import EvalJobSpec, SlurmResources, TrainJobSpec, train_launcher
 from pairrl.slurm.templates import (
     EVAL_MERGE,
     EVAL_SERVER,
@@ -152,9 +152,11 @@ def _log(spec: SlurmResources, name: str = "%x-%j") -> str:
 def render_train(spec: TrainJobSpec) -> RenderedJob:
     """Render the training batch script and its per-node launcher.
 
+    Without an accelerate config, several trainer processes on GPU nodes run accelerate's
+    plain data parallel (`--multi_gpu`), and a single one runs `pairrl train` alone.
     Raises ConfigError when the config and the node count do not fit together (server mode
-    on one node, no model for the vLLM server, more server GPUs than a node has, several
-    nodes without an accelerate config).
+    on one node, more server GPUs than a node has, several trainer processes on CPU nodes
+    without an accelerate config).
     """
     _check_kind(spec.config, "train")
     cfg = load_config(spec.config, TrainConfig, spec.overrides)  # a bad file fails here
@@ -178,10 +180,13 @@ def render_train(spec: TrainJobSpec) -> RenderedJob:
             [f"{ENGINE_KIND} = {SERVER_KIND!r} needs --nodes >= 2 (the last node runs the server)"],
         )
 
+    launcher = train_launcher(spec, train_nodes, per_node)
+    if spec.accelerate_config is None and "--multi_gpu" in launcher:
+        notes.append("no --accelerate-config: accelerate's plain data parallel (--multi_gpu)")
     server_set = f' --set {SERVER_HOST}="$VLLM_HOST" --set {SERVER_PORT}="$VLLM_PORT"'
     node_script = fill(
         TRAIN_NODE,
-        LAUNCHER=_launcher(spec, train_nodes, per_node),
+        LAUNCHER=launcher,
         TRAINER_ARGS=_quote(trainer_args) + (server_set if server_mode else ""),
     )
     vllm_cmd = _vllm_command(spec, str(vllm_model)) if server_mode else None
@@ -227,8 +232,10 @@ def render_eval(spec: EvalJobSpec) -> RenderedJob:
     """Render the shard array job and the merge job that depends on it.
 
     Shard i of n runs `pairrl eval CONFIG --out OUT --shard i/n` (eval writes it under
-    OUT/shards/<i>of<n>/); the merge runs `pairrl eval merge OUT` once all n succeeded, and
-    is strict (FAIL exits non-zero, so the job shows FAILED) when the config's gate is.
+    OUT/shards/<i>of<n>/); the merge runs `pairrl eval merge OUT` once all n succeeded. A
+    gate FAIL exits 1 in a shard and in the merge alike, so the job shows FAILED and no
+    merge follows a failed shard (its report says why); the merge is also ``--strict``
+    (failed entries within the tolerance exit 1 too) when the config's gate is.
     """
     _check_kind(spec.config, "eval")  # fails here, before submission, on a bad file
     cfg = load_config(spec.config, EvalConfig)  # a bad file fails here, before submission
@@ -355,10 +362,6 @@ def _check_server_mode(spec: TrainJobSpec) -> None:
         problems.append(
             f"--vllm-tp {spec.vllm_tensor_parallel_size} exceeds --gpus-per-node {spec.gpus_per_node}"
         )
-    if spec.accelerate_config is None:
-        problems.append(
-            "--accelerate-config: multi-node training needs one (configs/accelerate/*.yaml)"
-        )
     if problems:
         raise ConfigError(spec.config, problems)
 
@@ -389,19 +392,6 @@ def _set_args(overrides: list[str]) -> list[str]:
     for item in overrides:
         out += ["--set", item]
     return out
-
-
-def _launcher(spec: TrainJobSpec, train_nodes: int, per_node: int) -> str:
-    """The command in front of `pairrl train` on each training node."""
-    if spec.accelerate_config is None:
-        return '"$PAIRRL_BIN"'
-    return (
-        f"accelerate launch --config_file {shlex.quote(spec.accelerate_config)} "
-        f"--num_machines {train_nodes} --num_processes {train_nodes * per_node} "
-        '--machine_rank "$MACHINE_RANK" --main_process_ip "$MAIN_ADDR" '
-        '--main_process_port "$RDZV_PORT" --rdzv_backend static --max_restarts 0 '
-        '"$PAIRRL_BIN"'
-    )
 
 
 def _header(spec: SlurmResources, *, nodes: int, log: str, extra: list[str]) -> str:

@@ -1,4 +1,5 @@
-"""What a rendered Slurm job asks for: resources, node roles, ports, requeue policy.
+"""What a rendered Slurm job asks for (resources, node roles, ports, requeue policy) and how
+its trainer processes are launched (`train_launcher`).
 
 Plain pydantic models (bounds and descriptions on every field, unknown keys refused), built
 by `pairrl slurm render|submit` from its options and consumed by `pairrl.slurm.render`.
@@ -6,11 +7,13 @@ by `pairrl slurm render|submit` from its options and consumed by `pairrl.slurm.r
 
 from __future__ import annotations
 
+import shlex
+
 from pydantic import Field
 
-from pairrl.config import PairrlModel
+from pairrl.config import ConfigError, PairrlModel
 
-__all__ = ["EvalJobSpec", "SlurmResources", "TrainJobSpec"]
+__all__ = ["EvalJobSpec", "SlurmResources", "TrainJobSpec", "train_launcher"]
 
 
 class SlurmResources(PairrlModel):
@@ -49,7 +52,9 @@ class TrainJobSpec(SlurmResources):
         None, ge=1, le=64, description="Trainer processes per node; None: gpus_per_node (1 on CPU)."
     )
     accelerate_config: str | None = Field(
-        None, description="configs/accelerate/*.yaml; None: plain `pairrl train` on one node."
+        None,
+        description="configs/accelerate/*.yaml; None: accelerate's plain data parallel "
+        "(--multi_gpu) for several GPU processes, `pairrl train` alone for one process.",
     )
     rdzv_port: int = Field(
         29500, ge=1024, le=65535, description="Port of the rendezvous on the first training node."
@@ -127,4 +132,30 @@ class EvalJobSpec(SlurmResources):
     )
     server_wait_s: int = Field(
         1200, ge=10, le=86400, description="How long the server and the shards wait for it."
+    )
+
+
+def train_launcher(spec: TrainJobSpec, train_nodes: int, per_node: int) -> str:
+    """The command in front of `pairrl train` on each training node: the accelerate config
+    given; without one, nothing for a single trainer process and accelerate's own data
+    parallel (`--multi_gpu`) for several GPU processes."""
+    processes = train_nodes * per_node
+    if spec.accelerate_config is not None:
+        distribution = f"--config_file {shlex.quote(spec.accelerate_config)}"
+    elif processes == 1:
+        return '"$PAIRRL_BIN"'
+    elif spec.gpus_per_node:
+        distribution = "--multi_gpu"
+    else:
+        raise ConfigError(
+            spec.config,
+            [f"--accelerate-config: {processes} trainer processes on CPU nodes need one "
+             "(distributed_type: MULTI_CPU, as in configs/accelerate/cpu_2proc.yaml)"],
+        )  # fmt: skip
+    return (
+        f"accelerate launch {distribution} "
+        f"--num_machines {train_nodes} --num_processes {processes} "
+        '--machine_rank "$MACHINE_RANK" --main_process_ip "$MAIN_ADDR" '
+        '--main_process_port "$RDZV_PORT" --rdzv_backend static --max_restarts 0 '
+        '"$PAIRRL_BIN"'
     )

@@ -235,3 +235,115 @@ def test_root_command_turns_any_input_error_into_a_message(
         pairrl.cli.main()
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == "error: rows.jsonl: row 3: expected a JSON object\n"
+
+
+def test_binary_config_file_is_one_message(tmp_path: Path) -> None:
+    binary = tmp_path / "image.yaml"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for args in (["train", str(binary), "--dry-run"], ["slurm", "render", str(binary)]):
+        proc = subprocess.run([PAIRRL, *args], capture_output=True, text=True, env=env)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "not a YAML text file: byte 0x89 at offset 0 is not UTF-8" in proc.stderr
+
+
+def test_set_keeps_the_text_typed_for_a_text_field(tmp_path: Path) -> None:
+    from pairrl.config import apply_overrides
+    from pairrl.train.cli import register
+    from pairrl.train.config import TrainConfig
+
+    sets = ["logging.run_name=007", "seed=007", "model.path=12", "data.path=null",
+            "model.lora.target_modules=[q_proj, v_proj]"]  # fmt: skip
+    assert apply_overrides({}, sets, TrainConfig) == {
+        "logging": {"run_name": "007"},  # str: the text as typed
+        "seed": 7,  # int: read as YAML reads it
+        "model": {"path": "12", "lora": {"target_modules": ["q_proj", "v_proj"]}},
+        "data": {"path": None},  # str | None: null is a value the field takes
+    }
+    config = tmp_path / "run.yaml"
+    config.write_text("kind: train\nmodel: {path: m}\ndata: {source: tiny_code}\n")
+    code, text = _invoke(
+        register, ["train", str(config), "--dry-run", "--json", "--set", "logging.run_name=007"]
+    )
+    assert code == 0, text
+    assert json.loads(text)["output_dir"] == "runs/007"
+
+
+def test_empty_task_file_is_refused_by_every_command(tmp_path: Path) -> None:
+    from pairrl.rewards.cli import register as register_execute
+    from pairrl.train.cli import register as register_train
+
+    candidates = _jsonl(tmp_path / "c.jsonl", [{"task_id": "m/1", "text": "\\boxed{2}"}])
+    config = tmp_path / "run.yaml"
+    config.write_text("kind: train\nmodel: {path: m}\ndata: {source: file}\n")
+    for name, content in (("empty.jsonl", ""), ("blank.jsonl", "\n\n"), ("list.json", "[]")):
+        empty = tmp_path / name
+        empty.write_text(content)
+        expected = f"error: {empty}: holds no task; expected a task file"
+        code, text = _invoke(
+            register_train, ["train", str(config), "--dry-run", "--set", f"data.path={empty}"]
+        )
+        assert code == 2 and expected in text, text
+        args = ["--tasks", str(empty), "--candidates", str(candidates), "--out", "o.jsonl"]
+        code, text = _invoke(register_execute, ["execute", *args])
+        assert code == 2 and expected in text, text
+
+
+def test_execute_refuses_an_empty_candidate_file(math_files, tmp_path: Path) -> None:
+    from pairrl.rewards.cli import register
+
+    tasks, _ = math_files
+    empty = _jsonl(tmp_path / "none.jsonl", [])
+    args = ["--tasks", str(tasks), "--candidates", str(empty), "--out", str(tmp_path / "o")]
+    code, text = _invoke(register, ["execute", *args])
+    assert code == 2 and f"error: {empty}: holds no candidate; expected a JSONL file" in text
+
+
+def test_execute_checks_its_output_path_before_running(
+    math_files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pairrl.rewards.cli
+    from pairrl.rewards.cli import register
+
+    def run_nothing(*_args: object) -> None:
+        raise AssertionError("the candidates ran although --out cannot be written")
+
+    monkeypatch.setattr(pairrl.rewards.cli, "_label_with_progress", run_nothing)
+    tasks, pool = math_files
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    for out, message in (
+        (not_a_folder / "v.jsonl", f"its folder {not_a_folder} cannot be created"),
+        (tmp_path, "is a folder; expected a file path"),
+    ):
+        args = ["--tasks", str(tasks), "--candidates", str(pool), "--out", str(out)]
+        code, text = _invoke(register, ["execute", *args])
+        assert code == 2 and f"error: --out {out}: {message}" in text, text
+
+
+def test_export_of_damaged_checkpoints_is_one_message(tiny_model_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from pairrl.train.cli import register
+
+    unfinished = tmp_path / "run_a" / "checkpoint-4"
+    unfinished.mkdir(parents=True)
+    (unfinished / "config.json").write_text('{"hidden_size": 8}')
+    truncated = tmp_path / "run_b" / "final"
+    shutil.copytree(tiny_model_dir, truncated)
+    weights = truncated / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    # a checkpoint whose save did not finish is passed over without loading it
+    out = tmp_path / "run_a-export"
+    code, text = _invoke(register, ["export", str(tmp_path / "run_a"), "--out", str(out)])
+    assert code == 2, text
+    assert "holds no model" in text and "checkpoint-4: no trainer_state.json" in text
+    assert not out.exists()
+    # a final model whose weights are cut short fails to load: one message, nothing written
+    out = tmp_path / "run_b-export"
+    code, text = _invoke(register, ["export", str(tmp_path / "run_b"), "--out", str(out)])
+    assert code == 2, text
+    assert f"error: {truncated} cannot be loaded as a model (" in text
+    assert "give another checkpoint folder of the run" in text
+    assert not out.exists()  # nothing is written from a model that does not load

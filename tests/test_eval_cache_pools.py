@@ -109,3 +109,30 @@ def test_codegeex_pools(shared_data_dir: Path) -> None:
         in first.code
     )
     assert "def check_Concat" not in first.code
+
+
+def test_a_pool_with_its_own_tests_defines_the_tasks_beside_a_recipe(tmp_path: Path) -> None:
+    """A recipe gives the judge's prompts; the MBPP-layout pool, carrying its own tests,
+    still gives the task set (not the recipe's held-out tasks)."""
+    from pairrl.eval.config import EvalConfig
+    from pairrl.eval.sources import load_candidates_and_tasks
+
+    row = {"task_id": 11, "prompt": "def double(x):\n    # Return twice x.\n",
+           "entry_point": "double", "test": "def check(candidate):\n    assert double(2) == 4\n",
+           "completion": ["    return 2 * x\n", "    return x\n"]}  # fmt: skip
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps(row) + "\n")
+    cfg = EvalConfig.model_validate(
+        {
+            "kind": "eval",
+            "out_dir": str(tmp_path / "out"),
+            "recipe": {"name": "pairrl.recipes.simple_functions"},
+            "candidates": {"source": "pool", "pool": str(pool), "k": 2},
+            "selectors": ["random", "oracle"],
+        }
+    )
+    by_id, candidates, issues = load_candidates_and_tasks(
+        cfg, tmp_path / "cache", "run", lambda name, total: lambda n: None
+    )
+    assert list(by_id) == ["11"] and len(candidates) == 2 and issues == []
+    assert by_id["11"].prompt.startswith("def double(x):")

@@ -37,6 +37,70 @@ def test_quick_cli_usage_errors(eval_cli: Callable[..., tuple[int, str]], tmp_pa
     assert code == 2 and "selectors.1" in out
 
 
+def test_bad_shard_and_endpoint_are_refused_at_once(
+    eval_cli: Callable[..., tuple[int, str]], tmp_path: Path
+) -> None:
+    out = ["--out", str(tmp_path / "o"), "--no-progress"]
+    code, text = eval_cli(["--tasks", "t.jsonl", "--pool", "p.jsonl", "--shard", "5/3", *out])
+    assert code == 2
+    assert "shard = '5/3' is invalid" in text and "need 0 <= i < n" in text
+    assert "'candidates'" not in text  # the reason, not the whole config
+    code, text = eval_cli(["--tasks", "t.jsonl", "--endpoint", "notaurl", *out])
+    assert code == 2
+    assert "candidates.endpoint = 'notaurl' is invalid" in text and "http://" in text
+    code, text = eval_cli(["--pool", "p.jsonl", "--judge-endpoint", "localhost:8000", *out])
+    assert code == 2 and "judge.endpoint = 'localhost:8000' is invalid" in text
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_model_and_empty_task_file_are_errors_at_once(
+    eval_cli: Callable[..., tuple[int, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model path that is not there, and (with HF_HUB_OFFLINE) a hub id the local cache
+    lacks, are one `error:` line before anything runs: no hub lookup, no traceback."""
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"task_id": "t", "prompt": "def f():\n", "test": ""}) + "\n")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.monotonic()
+    for model, expected in (
+        ("runs/nomodel", "candidates.model runs/nomodel: no model folder there"),
+        ("someorg/nomodel", "HF_HUB_OFFLINE is set and the local hub cache holds no model"),
+    ):
+        code, text = eval_cli(
+            ["--tasks", str(tasks), "--model", model, "--out", "o"], reraise=False
+        )
+        assert code == 2, text
+        assert text.startswith("error: ") and expected in text and "Traceback" not in text
+    assert time.monotonic() - start < 10
+    assert not (tmp_path / "o").exists()
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, text = eval_cli(["--tasks", str(empty), "--pool", "p.jsonl", "--out", "o"])
+    assert code == 2
+    assert f"error: {empty}: holds no task; expected a task file" in text
+
+
+def test_a_model_that_cannot_be_loaded_is_an_input_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pairrl.errors import InputError
+    from pairrl.eval.config import HttpConfig
+    from pairrl.eval.models import make_sampler
+    from pairrl.rollout.samplers import HFSampler
+
+    def unreachable(*_args: object, **_kwargs: object) -> None:
+        raise OSError("We couldn't connect to the hub to load the files.\nCheck your network.")
+
+    monkeypatch.setattr(HFSampler, "from_pretrained", unreachable)
+    with pytest.raises(InputError, match=r"^model org/m: cannot be loaded: We couldn't connect"):
+        make_sampler("org/m", None, "default", HttpConfig(), 1)
+
+
 @dataclass
 class _T:
     task_id: str

@@ -1,10 +1,9 @@
 """The integrity gate's negative controls, end to end through `pairrl eval`.
 
-Each control must print FAIL and exit non-zero under --strict, and never print a score
-without the verdict: a closed-port endpoint, a cache with one comparison deleted, a
-judge whose every output is unparseable, and reported selections that were edited. The
-positive control (a judge that answers) must PASS, and sharded runs must merge into the
-unsharded result.
+Each control must print FAIL, exit non-zero and print no score: a closed-port endpoint, a
+cache with one comparison deleted, a judge whose every output is unparseable, and reported
+selections that were edited. The positive control (a judge that answers) must PASS with
+its verdict before any score, and sharded runs must merge into the unsharded result.
 """
 
 from __future__ import annotations
@@ -117,11 +116,16 @@ def fake_judge() -> Iterator[callable]:
         server.should_exit = True
 
 
+SCORE = re.compile(r"\d+\.\d+ \[|\d+\.\d %|n/a \[|accuracy|pass@1|oracle pass@k")
+
+
 def _verdict_before_scores(output: str, verdict: str) -> None:
-    """The verdict is printed, and no percentage appears before it."""
+    """The verdict is printed; a PASS prints no score before it, a FAIL none at all."""
     assert f"integrity gate: {verdict}" in output
-    first_score = re.search(r"\d+\.\d %", output)
-    if first_score:
+    first_score = SCORE.search(output)
+    if verdict == "FAIL":
+        assert first_score is None, output
+    elif first_score:
         assert output.index(f"integrity gate: {verdict}") < first_score.start()
 
 
@@ -224,15 +228,23 @@ def test_unparseable_judge_fails(
             "random,all_pairs,swiss_1n",
             "--strict",
             *RUN,
+            "--set",
+            "preflight.enabled=false",  # the gate's control: failures past the preflight
         ]
     )
     assert code != 0
     _verdict_before_scores(out, "FAIL")
     assert "all_pairs: 9 of 9 failed" in out
+    assert "| all_pairs | 3 of 3 |" in out  # the failure counts, where they failed
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
-    # Failed comparisons are failures, never ties: no winner, score 0, reason kept.
+    # Failed comparisons are failures, never ties: no winner, score 0, reason kept; with
+    # no task measured the selector's accuracy is n/a, never 0.
     assert summary["selectors"]["all_pairs"]["failed_tasks"] == 3
-    assert summary["selectors"]["all_pairs"]["accuracy"]["value"] == 0.0
+    assert summary["selectors"]["all_pairs"]["accuracy"]["value"] is None
+    rows = map(json.loads, (tmp_path / "o" / "records.jsonl").read_text().splitlines())
+    picks = [r for r in rows if r["kind"] == "selection" and r["selector"] == "all_pairs"]
+    assert [(p["chosen"], p["score"]) for p in picks] == [(None, 0.0)] * 3
+    assert all(p["failure"] for p in picks)
 
 
 def test_edited_records_fail_and_shards_merge(

@@ -33,6 +33,7 @@ ALLOWED = {
     "pairrl.recipes": {"pairrl.rewards", "pairrl.rollout", "pairrl.train", "pairrl.eval"},
 }
 ROOT_SHARED = {
+    "pairrl.cli_help",
     "pairrl.config",
     "pairrl.errors",
     "pairrl.memory",

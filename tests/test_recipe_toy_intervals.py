@@ -90,3 +90,20 @@ def test_the_table_gives_each_gain_with_its_interval() -> None:
         "judge balanced accuracy +7.8 points (95% CI +2.8 to +12.2), Swiss on the shared pool "
         "+7.5 points (95% CI +4.0 to +11.5); solution pass rate -0.6 points."
     ) in format_table(summary)
+
+
+def test_a_number_measured_on_no_task_is_drawn_as_n_a_not_zero() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pairrl.recipes.comparison.report import _plot_heldout
+
+    model = {"solution_pass_rate": 0.5, "judge_balanced_accuracy": None,
+             "shared_pool": {"swiss": 0.75}, "best_of_k": {"swiss": None}}  # fmt: skip
+    fig, ax = plt.subplots()
+    _plot_heldout(ax, {"models": {"warm_start": model}, "heldout": {"problems": 2, "k": 4}})
+    assert [t.get_text() for t in ax.texts].count("n/a") == 2
+    assert [round(bar.get_height(), 2) for bar in ax.patches] == [0.5, 0.0, 0.75, 0.0]
+    plt.close(fig)

@@ -248,6 +248,38 @@ def test_single_node_runs_trainer_without_server(tmp_path: Path, stubs: Path) ->
     assert "engine.kind" not in set_values(argv)  # the config's engine is kept
 
 
+def test_gpu_nodes_without_accelerate_config_run_plain_data_parallel(
+    tmp_path: Path, stubs: Path
+) -> None:
+    spec = train_spec(tmp_path, write_config(tmp_path), accelerate_config=None)
+    job = render_train(spec)
+    assert "no --accelerate-config: accelerate's plain data parallel (--multi_gpu)" in job.notes
+    calls = run_batch(
+        write_scripts(job, Path(spec.run_dir)) / "train.sbatch", stubs, tmp_path, NODES
+    )
+    launches = [c for c in calls if c["tool"] == "accelerate"]
+    assert sorted(c["node"] for c in launches) == sorted(NODES[:-1])
+    for c in launches:
+        argv = c["argv"]
+        assert argv[:2] == ["launch", "--multi_gpu"] and "--config_file" not in argv
+        assert option(argv, "--num_machines") == "3" and option(argv, "--num_processes") == "24"
+        assert option(argv, "--machine_rank") == str(NODES.index(c["node"]))
+
+
+def test_cli_renders_a_config_with_the_default_options(tmp_path: Path) -> None:
+    """`pairrl slurm render CONFIG` as the README shows it: two nodes, no GPUs, one
+    trainer process (no accelerate launch) beside the vLLM server node."""
+    cmd = [str(Path(sys.executable).with_name("pairrl")), "slurm", "render",
+           str(write_config(tmp_path)), "--run-dir", str(tmp_path / "r"), "--dry-run"]  # fmt: skip
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "#SBATCH --nodes=2" in result.stdout
+    assert "# note: nodes 1..1 train (1 processes); node 2 serves vLLM" in result.stdout
+    assert 'exec "$PAIRRL_BIN" train' in result.stdout
+    assert "accelerate launch" not in result.stdout
+
+
 def test_rendered_header_asks_for_requeue_and_early_signal(tmp_path: Path) -> None:
     spec = train_spec(tmp_path, write_config(tmp_path), signal_lead_s=600, partition="gpu")
     batch = render_train(spec).scripts["train.sbatch"]
@@ -266,8 +298,9 @@ def test_configs_that_cannot_work_are_refused(tmp_path: Path) -> None:
     server_cfg.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match="needs --nodes >= 2"):
         render_train(train_spec(tmp_path, server_cfg, nodes=1))
-    with pytest.raises(ConfigError, match="accelerate-config"):
-        render_train(train_spec(tmp_path, write_config(tmp_path), accelerate_config=None))
+    cpu_processes = {"gpus_per_node": 0, "processes_per_node": 2, "accelerate_config": None}
+    with pytest.raises(ConfigError, match="accelerate-config: 6 trainer processes on CPU"):
+        render_train(train_spec(tmp_path, write_config(tmp_path), **cpu_processes))
     with pytest.raises(ConfigError, match="exceeds --gpus-per-node"):
         render_train(train_spec(tmp_path, write_config(tmp_path), vllm_tensor_parallel_size=16))
 

@@ -3,11 +3,17 @@
 Also the command accelerate runs on every process:
 ``accelerate launch --config_file configs/accelerate/X.yaml "$(which pairrl)" train CONFIG``.
 Heavy imports happen inside the command so `pairrl --help` stays fast.
+
+Asked to stop (SIGTERM, or Ctrl-C) during training, a run finishes its step, saves a
+checkpoint (``pairrl.train.checkpoint_on_signal``), writes ``RUN/run.json`` with
+``"status": "interrupted"``, prints the command that resumes it and exits 0: a pre-empted
+run has done what it could. A second signal stops it at once (exit 143 or 130).
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,10 +28,13 @@ __all__ = ["register", "train_cmd"]
 
 def train_cmd(
     config: Path = typer.Argument(
-        ..., help="Training YAML (kind: train), e.g. configs/tiny_cpu.yaml."
+        ..., metavar="CONFIG", help="Training YAML (kind: train), e.g. configs/tiny_cpu.yaml."
     ),
     set_: list[str] = typer.Option(
-        [], "--set", help="Dotted override, repeatable: --set batch.max_steps=5"
+        [],
+        "--set",
+        metavar="KEY.PATH=VALUE",
+        help="Dotted override, repeatable: --set batch.max_steps=5",
     ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the resolved plan and exit without loading a model."
@@ -68,7 +77,7 @@ def train_cmd(
         return
     summary = _train(cfg, plan, resume)
     if summary["main_process"]:  # one summary per launch, not one per process
-        _report(summary, cfg.logging.console)
+        _report(summary, cfg.logging.console, resume_command(config, summary["run_dir"], set_))
 
 
 def _train(cfg: TrainConfig, plan: RunPlan, resume: bool) -> dict[str, Any]:
@@ -85,15 +94,37 @@ def _train(cfg: TrainConfig, plan: RunPlan, resume: bool) -> dict[str, Any]:
         return run_training(cfg, plan, resume=resume)
     except (ConfigError, InputError) as err:  # InputError: a dataset's row or column
         _fail(err)
+    except KeyboardInterrupt:  # Ctrl-C outside a training step (loading, warm start)
+        typer.echo("error: interrupted (Ctrl-C) outside a training step", err=True)
+        raise typer.Exit(130) from None
 
 
-def _report(summary: dict[str, Any], console: str) -> None:
+def resume_command(config: Path, run_dir: str, overrides: list[str]) -> str:
+    """The command line that resumes this run: its config, run folder and overrides."""
+    args = ["pairrl", "train", str(config), "--out", run_dir]
+    for override in overrides:
+        args += ["--set", override]
+    return shlex.join([*args, "--resume"])
+
+
+def _report(summary: dict[str, Any], console: str, resume: str) -> None:
     """``RUN/run.json``, and the run's summary on the console (whole, or one line)."""
-    run_json = Path(summary["run_dir"]) / "run.json"
-    run_json.write_text(json.dumps(summary, indent=2) + "\n")
+    run_dir = Path(summary["run_dir"])
+    step = summary.get("interrupted_at_step")
+    record: dict[str, Any] = {"status": "finished" if step is None else "interrupted", **summary}
+    if step is not None:
+        record["checkpoint"] = str(run_dir / f"checkpoint-{step}")
+        record["resume_command"] = resume
+    run_json = run_dir / "run.json"
+    run_json.write_text(json.dumps(record, indent=2) + "\n")
     if console == "dicts":
-        typer.echo(json.dumps(summary, indent=2))
-    else:
+        typer.echo(json.dumps(record, indent=2))
+    if step is not None:
+        typer.echo(
+            f"stopped at step {step}: checkpoint {record['checkpoint']}; "
+            f"run summary {run_json}; resume with:\n  {resume}"
+        )
+    elif console != "dicts":
         typer.echo(
             f"done: {summary['global_step']} steps in {summary['wall_s']:.0f} s; "
             f"model {summary['final_model']}; run summary {run_json}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -20,9 +21,11 @@ from typing import Any
 from pairrl.config import ConfigError
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.train.checkpoints import checkpoint_folders
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
+from pairrl.train.resume import CONFIG_RECORD, ResumePoint, resume_point
 from pairrl.train.task_family import FinishedRun, TaskFamily, task_family
 from pairrl.versions import library_versions
 
@@ -36,7 +39,12 @@ class _Setup:
     args: Any  # trl.GRPOConfig
     state: Any  # accelerate.PartialState
     run_dir: Path
-    checkpoint: str | None
+    resume: ResumePoint | None
+
+    @property
+    def checkpoint(self) -> str | None:
+        """The checkpoint folder training continues from (None: from step 0)."""
+        return str(self.resume.checkpoint) if self.resume else None
 
 
 @dataclass
@@ -53,8 +61,16 @@ class _Source:
 
 
 def _setup(cfg: TrainConfig, plan: RunPlan, resume: bool) -> _Setup:
+    """The run folder checked first (no library loads for a refused resume), then TRL's
+    arguments and accelerate's state. ``RUN/config.json`` is written by a fresh run only:
+    a resume keeps the record of the config the run was started with."""
+    run_dir = Path(plan.output_dir)
+    point = resume_point(cfg, run_dir) if resume else None
+    if not resume and checkpoint_folders(run_dir):
+        raise ConfigError(
+            "--out", [f"{run_dir} already holds checkpoints: pass --resume or choose a new --out"]
+        )
     from accelerate import PartialState
-    from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig
 
     # TrainingArguments sets up torch.distributed (DDP, DeepSpeed, FSDP) for this launch;
@@ -66,21 +82,16 @@ def _setup(cfg: TrainConfig, plan: RunPlan, resume: bool) -> _Setup:
             "plan",
             [f"planned for {plan.num_processes} processes, launched with {state.num_processes}"],
         )
-    run_dir = Path(plan.output_dir)
-    checkpoint = None
-    if resume:
-        checkpoint = get_last_checkpoint(str(run_dir)) if run_dir.is_dir() else None
-        if checkpoint is None:
-            raise ConfigError("--resume", [f"no checkpoint-* folder in {run_dir}"])
-    elif run_dir.is_dir() and get_last_checkpoint(str(run_dir)) is not None:
-        raise ConfigError(
-            "--out", [f"{run_dir} already holds checkpoints: pass --resume or choose a new --out"]
-        )
     run_dir.mkdir(parents=True, exist_ok=True)
     _setup_wandb_env(cfg, run_dir)
-    if state.is_main_process:
-        (run_dir / "config.json").write_text(json.dumps(cfg.model_dump(), indent=2))
-    return _Setup(args, state, run_dir, checkpoint)
+    if state.is_main_process and point is None:
+        (run_dir / CONFIG_RECORD).write_text(json.dumps(cfg.model_dump(), indent=2))
+    if state.is_main_process and point is not None and point.skipped:
+        # damaged checkpoints newer than the one resumed from
+        for note in point.skipped:
+            print(f"[pairrl] --resume: passing over {note}", file=sys.stderr)
+        print(f"[pairrl] --resume: resuming from {point.checkpoint}", file=sys.stderr)
+    return _Setup(args, state, run_dir, point)
 
 
 def _setup_wandb_env(cfg: TrainConfig, run_dir: Path) -> None:
@@ -214,9 +225,9 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
     """Train per ``cfg``; returns a summary (steps, wall time, final metrics, paths)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     started_at = time.time()
+    setup = _setup(cfg, plan, resume)  # first: a refused resume fails before libraries load
     if cfg.logging.console == "progress":
         quiet_libraries()
-    setup = _setup(cfg, plan, resume)
     source = _source(cfg)
     policy = prepare_policy(cfg, setup.run_dir, setup.state, source.conversations(cfg.seed))
     with _beside_training(cfg, setup, source, policy) as beside:
@@ -250,6 +261,21 @@ def _beside_training(
     return source.family.before_training(cfg, setup.run_dir, policy.warm_start_dir)
 
 
+def release_training_state(trainer: Any) -> None:
+    """Drop the trainer's model, optimiser and scheduler, and accelerate's references to
+    them, once the final model is saved: what runs after training (the family's
+    ``after_training`` hook) loads the models it needs itself, and the optimiser's state
+    alone is twice the weights. The trainer's ``state`` (steps, log history) stays."""
+    import gc
+
+    trainer.accelerator.free_memory()
+    for owner in (trainer, trainer.callback_handler):  # the callbacks' handler holds them too
+        for name in ("model", "model_wrapped", "optimizer", "lr_scheduler", "ref_model"):
+            if hasattr(owner, name):
+                setattr(owner, name, None)
+    gc.collect()
+
+
 def quiet_libraries() -> None:
     """No per-item progress bars from transformers (weights) and datasets (maps)."""
     import datasets
@@ -278,6 +304,7 @@ def _finish(
         with (run_dir / "metrics.jsonl").open("w") as fh:
             for row in log_history:
                 fh.write(json.dumps(row) + "\n")
+    release_training_state(trainer)  # the hook below loads the models it evaluates itself
     recipe_summary = None
     if is_main:
         report = policy.warm_start_report
@@ -286,7 +313,7 @@ def _finish(
             warm_start_dir=policy.warm_start_dir,
             final_dir=final_dir,
             log_history=log_history,
-            wall_s={"train": wall, **({"warm_start": report["wall_s"]} if report else {})},
+            wall_s={"train": wall, **_warm_start_wall(report)},
             started_at=started_at,
             beside=beside,
         )
@@ -299,6 +326,8 @@ def _finish(
         "final_model": str(final_dir),
         "metrics_file": str(run_dir / "metrics.jsonl"),
         "resumed_from": setup.checkpoint,
+        "resume_changes": setup.resume.changes if setup.resume else None,
+        "checkpoints_passed_over": setup.resume.skipped if setup.resume else None,
         "global_step": trainer.state.global_step,
         "wall_s": round(wall, 2),
         "problems": training.problems,
@@ -309,3 +338,8 @@ def _finish(
         "last_metrics": history[-1] if history else {},
         "libraries": library_versions(),
     }
+
+
+def _warm_start_wall(report: dict[str, Any] | None) -> dict[str, float]:
+    """The warm start's wall time when this launch trained it (none when it was reused)."""
+    return {"warm_start": report["wall_s"]} if report and "wall_s" in report else {}

@@ -1,4 +1,5 @@
-"""``PairRLTrainer``: TRL's GRPOTrainer with two overrides, plus the reward functions.
+"""``PairRLTrainer``: TRL's GRPOTrainer with two overrides (two more for resuming), plus
+the reward functions.
 
 One training step, in order (TRL's ``training_step`` drives it; the file of each part):
 
@@ -40,6 +41,11 @@ that predict a completion token go through the LM head, in chunks of
 kept per token. Everything else (loss, clipping, optimiser, checkpoints, vLLM weight sync,
 logging) is TRL's and transformers' own.
 
+For resuming: ``_get_train_sampler`` wraps TRL's sampler so that each pass over the
+problems gets the uninterrupted run's shuffle after a resume (``pairrl.train.resume``), and
+checkpoint saves are staged and renamed into place once whole (``AtomicCheckpoints``,
+``pairrl.train.checkpoints``).
+
 With vLLM colocated on vLLM's CPU build, the engine's settings and the weight sync differ
 from TRL's (``pairrl.train.vllm_cpu``); the trainer applies them around its construction,
 and only there.
@@ -65,10 +71,12 @@ from trl import GRPOTrainer
 from pairrl.rollout.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
 from pairrl.rollout.pairrl_rollout import PairRLRollout
 from pairrl.train.advantages import compute_advantages, sample_type_weights
+from pairrl.train.checkpoints import AtomicCheckpoints
 from pairrl.train.chunked_logps import causal_lm, completion_logps, plain_lm_head
 from pairrl.train.config import AdvantageConfig, LossConfig
 from pairrl.train.metrics import step_metrics
 from pairrl.train.padding import padding_buckets, token_chunks
+from pairrl.train.resume import PassSeededSampler
 
 __all__ = [
     "PairRLTrainer",
@@ -203,7 +211,7 @@ def batch_advantages(
     )
 
 
-class PairRLTrainer(GRPOTrainer):
+class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
     """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout`` (the rows
     and their rewards), the ``advantage`` and ``loss`` sections it applies, and the
     policy's ``dtype`` (for vLLM colocate on CPU)."""
@@ -226,6 +234,11 @@ class PairRLTrainer(GRPOTrainer):
             patch_weight_sync(self)
         self.pairrl_rollout = pairrl_rollout
         self.advantage, self.loss = advantage, loss
+
+    def _get_train_sampler(self, dataset: Any = None) -> Any:
+        """TRL's sampler, its shuffle for pass p the same after a resume (``PassSeededSampler``)."""
+        sampler = super()._get_train_sampler(dataset)
+        return PassSeededSampler(sampler, lambda: int(self.state.epoch or 0))
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """TRL's batch, with PairRL's advantages in place of TRL's and PairRL's metrics."""

@@ -313,7 +313,11 @@ def _plot_heldout(ax: Any, summary: dict[str, Any]) -> None:
     width = 0.8 / len(models)
     for j, (name, m) in enumerate(models.items()):
         xs = [i + (j - (len(models) - 1) / 2) * width for i in range(len(bars))]
-        ax.bar(xs, [get(m) or 0 for _, get in bars], width, label=label(name))
+        values = [get(m) for _, get in bars]
+        drawn = ax.bar(xs, [v or 0 for v in values], width, label=label(name))
+        for bar, value in zip(drawn, values, strict=True):
+            if value is None:  # measured on no task: a label, not a zero-high bar
+                ax.text(bar.get_x() + bar.get_width() / 2, 0.02, "n/a", ha="center", fontsize=7)
     ax.set_xticks(range(len(bars)), [b for b, _ in bars])
     ax.set_ylim(0, 1.18)
     ax.set_title(

@@ -35,6 +35,7 @@ ErrorKind = Literal[
     "malformed_response",  # 2xx but the body is not what the OpenAI API specifies
     "invalid_request",  # the caller's input cannot be served (e.g. prompt longer than context)
     "backend",  # the local engine raised
+    "deadline",  # the run's deadline for remote calls had passed: not sent, or abandoned
 ]
 
 MAX_TOP_LOGPROBS = 20  # the OpenAI API's and vLLM's default cap

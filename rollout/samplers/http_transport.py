@@ -14,6 +14,11 @@ the probe's error, and counts as one attempt of its bounded retries. A stopped s
 therefore surfaces within about ``liveness_interval_s * liveness_failures`` plus the
 retries' backoff (about 5 s with the defaults), with a warning logged. ``deadline_s``,
 when set, bounds each request's total time over all its attempts.
+
+A batch started inside ``remote_call_budget`` (``pairrl.rollout.samplers.call_budget``)
+also obeys the run's deadline for all remote calls (requests in flight at the deadline
+are abandoned, later ones are not sent: failures of kind ``deadline``) and reports its
+requests, retries, timeouts and the time spent waiting on failures to that budget.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from pairrl.rollout.samplers.base import SamplerError
+from pairrl.rollout.samplers.call_budget import CallBudget, active_call_budget
 
 __all__ = ["Batch", "HttpTransport"]
 
@@ -46,6 +52,16 @@ class Batch:
     down: asyncio.Event = field(default_factory=asyncio.Event)
     down_reason: str = ""
     done: bool = False  # every request has its answer: the watchdog stops
+    budget: CallBudget | None = None  # the run's deadline and measurements, if any
+
+
+@dataclass
+class _Tries:
+    """What one request's attempts cost: retries made, and the start of the failure wait
+    (a failed attempt or a backoff) in progress, if any."""
+
+    retries: int = 0
+    waiting_since: float | None = None
 
 
 class HttpTransport:
@@ -99,15 +115,22 @@ class HttpTransport:
         """``fn(batch, item)`` for every item, concurrently, under one watchdog."""
         if not items:
             return []
+        budget = active_call_budget()  # read here: a thread of its own would not see it
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._gather(fn, items))
+            return asyncio.run(self._gather(fn, items, budget))
         # Called from inside an event loop (a notebook): run the batch on a thread of its own.
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, self._gather(fn, items)).result()
+            return pool.submit(asyncio.run, self._gather(fn, items, budget)).result()
 
-    async def _gather(self, fn: Callable[[Batch, Any], Awaitable[Any]], items: Sequence[Any]):
+    async def _gather(
+        self,
+        fn: Callable[[Batch, Any], Awaitable[Any]],
+        items: Sequence[Any],
+        budget: CallBudget | None,
+    ):
+        started = time.monotonic()
         timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
         async with httpx.AsyncClient(
             timeout=timeout,
@@ -115,7 +138,7 @@ class HttpTransport:
             headers=self.headers,
             limits=httpx.Limits(max_connections=self.max_concurrency),
         ) as client:
-            batch = Batch(client, asyncio.Semaphore(self.max_concurrency))
+            batch = Batch(client, asyncio.Semaphore(self.max_concurrency), budget=budget)
             watchdog = asyncio.create_task(self._watch(batch)) if self.liveness_interval_s else None
             try:
                 return await asyncio.gather(*(fn(batch, item) for item in items))
@@ -126,6 +149,8 @@ class HttpTransport:
                 if watchdog is not None:
                     watchdog.cancel()
                     await asyncio.gather(watchdog, return_exceptions=True)
+                if budget is not None:
+                    budget.note_batch(started, time.monotonic())
 
     async def _watch(self, batch: Batch) -> None:
         """Probe the server's port; set ``batch.down`` after consecutive failed connects."""
@@ -156,55 +181,73 @@ class HttpTransport:
                 logger.warning("%s: abandoning the requests in flight", batch.down_reason)
                 batch.down.set()
 
-    async def post(self, batch: Batch, path: str, body: dict[str, Any]):
-        if self.deadline_s is None:
-            return await self._attempts(batch, path, body)
+    async def post(
+        self, batch: Batch, path: str, body: dict[str, Any]
+    ) -> dict[str, Any] | SamplerError:
+        """POST with bounded retries, within ``deadline_s`` and the run's deadline; the
+        parsed JSON body or the failure's reason."""
+        url, budget, tries = f"{self.base_url}{path}", batch.budget, _Tries()
+        if budget is not None and budget.expired():
+            budget.note_request(False, 0, by_deadline=True)
+            return SamplerError("deadline", budget.deadline_reason(url))
+        result = await self._within_deadlines(batch, url, body, tries)
+        if budget is not None:
+            failed = isinstance(result, SamplerError)
+            by_deadline = failed and result.kind == "deadline"
+            budget.note_request(not failed, tries.retries, by_deadline)
+        return result
+
+    async def _within_deadlines(
+        self, batch: Batch, url: str, body: dict[str, Any], tries: _Tries
+    ) -> dict[str, Any] | SamplerError:
+        run_left = None if batch.budget is None else batch.budget.remaining()
+        limits = [x for x in (self.deadline_s, run_left) if x is not None]
+        if not limits:
+            return await self._attempts(batch, url, body, tries)
         try:
-            return await asyncio.wait_for(self._attempts(batch, path, body), self.deadline_s)
+            return await asyncio.wait_for(self._attempts(batch, url, body, tries), min(limits))
         except TimeoutError:
+            if batch.budget is not None and run_left is not None and run_left == min(limits):
+                return SamplerError("deadline", batch.budget.deadline_reason(url))
             return SamplerError(
-                "timeout",
-                f"no answer from {self.base_url}{path} within deadline_s={self.deadline_s:g}",
+                "timeout", f"no answer from {url} within deadline_s={self.deadline_s:g}"
             )
 
     async def _attempts(
-        self, batch: Batch, path: str, body: dict[str, Any]
+        self, batch: Batch, url: str, body: dict[str, Any], tries: _Tries
     ) -> dict[str, Any] | SamplerError:
-        url = f"{self.base_url}{path}"
         attempts = self.max_retries + 1
         error: SamplerError | None = None
-        for attempt in range(attempts):
-            if attempt:
-                await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
-            async with batch.slots:
-                response, error = await self._one_attempt(batch, url, body)
-            if response is None:
-                continue
-            if response.status_code != 200:
-                error = SamplerError(
-                    "http_status", f"HTTP {response.status_code} from {url}: {response.text[:300]}"
-                )
-                if response.status_code in _RETRYABLE_STATUS:
-                    continue
-                return error
-            try:
-                data = response.json()
-            except ValueError:
-                return SamplerError(
-                    "malformed_response", f"non-JSON body from {url}: {response.text[:200]!r}"
-                )
-            if not isinstance(data, dict):
-                return SamplerError("malformed_response", f"JSON body from {url} is not an object")
-            if _aborted(data):
-                # vLLM answers the requests it holds with finish_reason "abort" when it shuts
-                # down (SIGTERM) or its engine dies: the server's failure, worth a retry.
-                error = SamplerError(
-                    "transport", f"{url}: the server aborted the request (finish_reason 'abort')"
-                )
-                continue
-            return data
+        try:
+            for attempt in range(attempts):
+                if attempt:
+                    tries.retries += 1
+                    tries.waiting_since = time.monotonic()
+                    await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
+                    self._end_wait(batch, tries)
+                async with batch.slots:
+                    tries.waiting_since = time.monotonic()  # a wait if the attempt fails
+                    response, error = await self._one_attempt(batch, url, body)
+                answer, retryable = (error, True) if response is None else _answer(url, response)
+                if isinstance(answer, dict):
+                    tries.waiting_since = None
+                    return answer
+                error = answer
+                self._end_wait(batch, tries, timed_out=error.kind == "timeout")
+                if not retryable:
+                    return error
+        except asyncio.CancelledError:  # abandoned at a deadline: its wait ends here
+            self._end_wait(batch, tries)
+            raise
         assert error is not None
         return SamplerError(error.kind, f"{error.reason} (after {attempts} attempt(s))")
+
+    @staticmethod
+    def _end_wait(batch: Batch, tries: _Tries, timed_out: bool = False) -> None:
+        """Report the failure wait in progress (if any) to the run's budget."""
+        if tries.waiting_since is not None and batch.budget is not None:
+            batch.budget.note_wait(tries.waiting_since, time.monotonic(), timed_out)
+        tries.waiting_since = None
 
     async def _one_attempt(
         self, batch: Batch, url: str, body: dict[str, Any]
@@ -215,6 +258,9 @@ class HttpTransport:
         stopped = asyncio.create_task(batch.down.wait())
         try:
             await asyncio.wait({request, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # abandoned at a deadline: the request goes too
+            request.cancel()
+            raise
         finally:
             stopped.cancel()
         if not request.done():
@@ -230,6 +276,30 @@ class HttpTransport:
             return None, SamplerError("timeout", f"{type(exc).__name__} on {url}: {exc}")
         except httpx.TransportError as exc:
             return None, SamplerError("transport", f"{type(exc).__name__} on {url}: {exc}")
+
+
+def _answer(url: str, response: httpx.Response) -> tuple[dict[str, Any] | SamplerError, bool]:
+    """A response's JSON body, or its failure and whether a retry may pass."""
+    if response.status_code != 200:
+        error = SamplerError(
+            "http_status", f"HTTP {response.status_code} from {url}: {response.text[:300]}"
+        )
+        return error, response.status_code in _RETRYABLE_STATUS
+    try:
+        data = response.json()
+    except ValueError:
+        return SamplerError(
+            "malformed_response", f"non-JSON body from {url}: {response.text[:200]!r}"
+        ), False
+    if not isinstance(data, dict):
+        return SamplerError("malformed_response", f"JSON body from {url} is not an object"), False
+    if _aborted(data):
+        # vLLM answers the requests it holds with finish_reason "abort" when it shuts down
+        # (SIGTERM) or its engine dies: the server's failure, worth a retry.
+        return SamplerError(
+            "transport", f"{url}: the server aborted the request (finish_reason 'abort')"
+        ), True
+    return data, False
 
 
 def _aborted(data: dict[str, Any]) -> bool:

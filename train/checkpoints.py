@@ -1,0 +1,191 @@
+"""Checkpoints that are whole or absent: staged saves, and finding the last intact one.
+
+A checkpoint is written into ``RUN/.checkpoint-staging/checkpoint-N`` and renamed to
+``RUN/checkpoint-N`` only once every process has written its part
+(:class:`AtomicCheckpoints`, a Trainer mixin), so a kill or a full disk during a save
+leaves the previous checkpoints as they were and no half-written ``checkpoint-N``. A
+rename within one folder is atomic on POSIX file systems.
+
+``--resume`` still checks what it resumes from (:func:`last_intact_checkpoint`): a
+checkpoint copied by hand, or written by another tool, can be truncated. The checks
+read file headers and indexes only, never the tensors, so they cost milliseconds for
+any model size, and they never hand a damaged file to ``torch.load`` or safetensors
+(which can abort the process instead of raising).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import zipfile
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "STAGING_DIR",
+    "AtomicCheckpoints",
+    "checkpoint_folders",
+    "checkpoint_problem",
+    "last_intact_checkpoint",
+    "publish_folder",
+]
+
+STAGING_DIR = ".checkpoint-staging"
+_CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")  # transformers' own naming
+_TORCH_SUFFIXES = {".pt", ".pth", ".bin"}  # torch.save files (a zip archive since torch 1.6)
+# model weights as transformers, PEFT, FSDP (sharded .distcp) and DeepSpeed (ZeRO-3 states) save them
+_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".distcp"}
+_DEEPSPEED_WEIGHTS = "model_states.pt"
+
+
+def checkpoint_folders(run_dir: Path) -> list[Path]:
+    """``run_dir``'s ``checkpoint-N`` folders, oldest step first."""
+    if not run_dir.is_dir():
+        return []
+    found = [
+        (int(m.group(1)), p) for p in run_dir.iterdir() if (m := _CHECKPOINT_NAME.match(p.name))
+    ]
+    return [p for _, p in sorted(found) if p.is_dir()]
+
+
+def last_intact_checkpoint(run_dir: Path) -> tuple[Path | None, list[str]]:
+    """The newest checkpoint of ``run_dir`` that passes :func:`checkpoint_problem`, and
+    one line per newer checkpoint passed over ("checkpoint-4: model.safetensors is ...")."""
+    skipped: list[str] = []
+    for folder in reversed(checkpoint_folders(run_dir)):
+        problem = checkpoint_problem(folder)
+        if problem is None:
+            return folder, skipped
+        skipped.append(f"{folder.name}: {problem}")
+    return None, skipped
+
+
+def checkpoint_problem(folder: Path) -> str | None:
+    """Why ``folder`` is not a whole checkpoint, or None when it is.
+
+    Whole: ``trainer_state.json`` (the file transformers writes last) parses and names
+    the folder's step; there are model weights; every JSON file parses; every safetensors
+    file is as long as its header says; every torch file is a readable zip archive;
+    every shard a ``*.index.json`` names is there.
+    """
+    step = int(_CHECKPOINT_NAME.match(folder.name).group(1))  # type: ignore[union-attr]
+    state = folder / "trainer_state.json"
+    if not state.is_file():
+        return "no trainer_state.json (its save did not finish)"
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    for path in files:
+        problem = _file_problem(path)
+        if problem is not None:
+            return f"{path.relative_to(folder)} {problem}"
+    recorded = json.loads(state.read_text())
+    recorded = recorded.get("global_step") if isinstance(recorded, dict) else None
+    if recorded != step:
+        return f"trainer_state.json records step {recorded}, not {step}"
+    if not any(_holds_weights(p) for p in files):
+        return "no model weights (*.safetensors, *.bin, *.distcp or DeepSpeed model states)"
+    return None
+
+
+def _holds_weights(path: Path) -> bool:
+    return path.suffix in _WEIGHT_SUFFIXES or path.name.endswith(_DEEPSPEED_WEIGHTS)
+
+
+def _file_problem(path: Path) -> str | None:
+    """What is wrong with one file of a checkpoint, judged by its kind; None when whole."""
+    if path.stat().st_size == 0:
+        return "is empty"
+    if path.suffix == ".json":
+        try:
+            record = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return "is not valid JSON (cut short?)"
+        return _index_problem(path, record) if path.name.endswith(".index.json") else None
+    if path.suffix == ".safetensors":
+        return _safetensors_problem(path)
+    if path.suffix in _TORCH_SUFFIXES and not zipfile.is_zipfile(path):
+        return "is not a whole torch file (its zip directory is missing: cut short?)"
+    return None
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """A safetensors file is an 8-byte header length, a JSON header, then the tensors'
+    bytes; the header's largest data offset says how long the file must be."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        head = fh.read(8)
+        (header_len,) = struct.unpack("<Q", head) if len(head) == 8 else (size,)
+        if 8 + header_len > size:
+            return f"is cut short ({size} bytes, its header alone needs {8 + header_len})"
+        try:
+            header = json.loads(fh.read(header_len))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return "has an unreadable header"
+    ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
+    expected = 8 + header_len + max(ends, default=0)
+    if size != expected:
+        return f"is {size} bytes, its header says {expected} (cut short?)"
+    return None
+
+
+def _index_problem(path: Path, index: Any) -> str | None:
+    """A sharded model's index names its shard files; each must be there."""
+    shards = set(index.get("weight_map", {}).values()) if isinstance(index, dict) else set()
+    missing = sorted(s for s in shards if not (path.parent / s).is_file())
+    return f"names missing shards: {', '.join(missing)}" if missing else None
+
+
+def publish_folder(staged: Path, target: Path) -> None:
+    """Rename ``staged`` to ``target``; a ``target`` already there (a damaged checkpoint
+    of the same step, left by an earlier run) is moved aside first, then removed."""
+    replaced = staged.parent / f"replaced-{target.name}"
+    if target.exists():
+        shutil.rmtree(replaced, ignore_errors=True)
+        os.replace(target, replaced)
+    os.replace(staged, target)
+    shutil.rmtree(replaced, ignore_errors=True)
+
+
+class AtomicCheckpoints:
+    """Trainer mixin (``class T(AtomicCheckpoints, Trainer)``): checkpoints staged, then
+    renamed into place once whole (see the module docstring).
+
+    It redirects the one folder the Trainer's ``_save_checkpoint`` writes into (its
+    ``_get_output_dir``) for the length of the save, then renames the result and applies
+    ``save_total_limit`` to the real run folder (the Trainer's own rotation ran in the
+    staging folder, where only the new checkpoint is).
+    """
+
+    _checkpoint_staging: str | None = None
+
+    def _get_output_dir(self, trial: Any) -> str:
+        return self._checkpoint_staging or super()._get_output_dir(trial)  # type: ignore[misc]
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        from transformers.trainer_utils import rotate_checkpoints
+
+        trainer: Any = self
+        run_dir = Path(self._get_output_dir(trial))
+        staging = run_dir / STAGING_DIR
+        if trainer.args.should_save:  # an earlier save that was cut off leaves its parts
+            shutil.rmtree(staging, ignore_errors=True)
+        trainer.accelerator.wait_for_everyone()
+        self._checkpoint_staging = str(staging)
+        try:
+            super()._save_checkpoint(model, trial)  # type: ignore[misc]
+        finally:
+            self._checkpoint_staging = None
+        trainer.accelerator.wait_for_everyone()  # every rank's RNG file is written
+        if trainer.args.should_save:
+            name = f"checkpoint-{trainer.state.global_step}"
+            publish_folder(staging / name, run_dir / name)
+            shutil.rmtree(staging, ignore_errors=True)
+            rotate_checkpoints(
+                output_dir=str(run_dir),
+                save_total_limit=trainer.args.save_total_limit,
+                best_model_checkpoint=trainer.state.best_model_checkpoint,
+                use_mtime=True,
+            )
+        trainer.accelerator.wait_for_everyone()

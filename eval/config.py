@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from pairrl.config import PairrlModel
+from pairrl.eval.rsa import RsaConfig, check_rsa
 from pairrl.eval.selectors import NO_JUDGE_SELECTORS
 from pairrl.rollout.recipe import RecipeConfig
 from pairrl.rollout.schedule_registry import TOURNAMENT_SELECTORS
@@ -31,6 +32,7 @@ __all__ = [
     "JudgeConfig",
     "PreflightConfig",
     "RemoteConfig",
+    "RsaConfig",
     "SamplingConfig",
     "SelectiveConfig",
     "TasksConfig",
@@ -390,6 +392,7 @@ class EvalConfig(PairrlModel):
     preflight: PreflightConfig = Field(default_factory=PreflightConfig)
     remote: RemoteConfig = Field(default_factory=RemoteConfig)
     wandb: WandbConfig = Field(default_factory=WandbConfig)
+    rsa: RsaConfig = Field(default_factory=RsaConfig)
     bootstrap: int = Field(2000, ge=100, le=100000, description="Bootstrap replicates")
     seed: int = Field(0, ge=0, description="Bootstrap seed")
     shard: str | None = Field(
@@ -405,6 +408,7 @@ class EvalConfig(PairrlModel):
                 "tasks.path is required when sampling candidates (or name a recipe: its "
                 "held-out tasks)"
             )
+        check_rsa(self.rsa, self.candidates.source, self.candidates.k)
         return self
 
     @field_validator("shard")

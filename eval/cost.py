@@ -53,6 +53,13 @@ __all__ = [
 
 Points = Mapping[str, tuple[float, float]]  # selector -> (cost, accuracy)
 NOT_SELECTORS = frozenset({"oracle"})  # reads the labels: a ceiling, not a choice
+# Recursive self-aggregation's rows pick among candidates they generated themselves: their
+# generation is priced per round in the RSA section, not on these per-selector axes
+RSA_ROWS = "rsa"
+
+
+def _on_cost_axes(name: str) -> bool:
+    return name not in NOT_SELECTORS and not name.startswith(RSA_ROWS)
 
 
 def cost_frontier(points: Points) -> list[str]:
@@ -111,7 +118,7 @@ def cost_summary(selectors: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     points = {
         name: (float(row["cost"][axis]), float(row["accuracy"]["value"]))
         for name, row in selectors.items()
-        if name not in NOT_SELECTORS and row["accuracy"]["value"] is not None
+        if _on_cost_axes(name) and row["accuracy"]["value"] is not None
     }
     return {
         "axis": axis,
@@ -220,7 +227,9 @@ def full_cost(
         "generation": {**generation, "cost": baseline},
         "baseline_cost": baseline,
         "selectors": {
-            name: _priced(row["cost"], prices, baseline) for name, row in selectors.items()
+            name: _priced(row["cost"], prices, baseline)
+            for name, row in selectors.items()
+            if not name.startswith(RSA_ROWS)
         },
     }
 

@@ -9,6 +9,10 @@ One function, `run_pipeline`, runs in two modes:
   comparison from the config, checks it against the cache, and compares the replayed
   selections with the ones the run reported.
 
+With ``rsa.enabled``, recursive self-aggregation's rounds are sampled and labelled after
+the run's own labels, and its rows select on its last round after the judge selectors
+(``pairrl.eval.rsa``, ``pairrl.eval.rsa_stage``), in both modes.
+
 A selection that rests on a label that could not be measured (its sampling or execution
 failed, or it is not in the cache) is a failed task of its selector, with the reason:
 the chosen candidate's label, or, for `random`'s expectation and an `oracle` that found no
@@ -76,6 +80,7 @@ def run_pipeline(
             run.expected["samples"] = len(flat)
         bools = run.bool_labels()
         _run_no_judge(run, tasks, bools, executor, cache_dir, progress, issues, timings)
+        rsa = _rsa_rounds(run, tasks, executor, cache_dir, progress, timings)
     finally:
         if executor is not None and hasattr(executor, "close"):
             executor.close()
@@ -90,6 +95,10 @@ def run_pipeline(
         issues.extend(outcome.issues)
         run.expected.update(outcome.expected)
         timings["judge"] = time.perf_counter() - t0
+    if rsa is not None:
+        t0 = time.perf_counter()
+        _rsa_select(run, tasks, rsa, cache_dir, progress, issues)
+        timings["rsa"] += time.perf_counter() - t0
 
     run.issues = issues
     run.wall_s = timings
@@ -100,12 +109,54 @@ def run_pipeline(
         name: {t: _fail_if_unmeasured(sel, unmeasured[t]) for t, sel in per_task.items()}
         for name, per_task in ordered.items()
     }
+    if rsa is not None:  # its rows pick among the last round: their labels, checked there
+        run.selections.update(rsa[0].selections)
     if task_ids:
         flags = {t: [r is not None for r in reasons] for t, reasons in unmeasured.items()}
         run.summary = summarise(
             bools, run.selections, n_boot=cfg.bootstrap, seed=cfg.seed, unmeasured=flags
         )
+        if rsa is not None:
+            run.summary["rsa"] = rsa[0].summary
     return run
+
+
+def _rsa_rounds(
+    run: EvalRun,
+    tasks: dict[str, Any],
+    executor: Any,
+    cache_dir: Path,
+    progress: Reporter,
+    timings: dict[str, float],
+) -> tuple[Any, Any] | None:
+    """RSA's rounds (``pairrl.eval.rsa_stage``) when ``rsa.enabled``: the outcome so far
+    and the last round's candidates and labels."""
+    if not run.config.rsa.enabled:
+        return None
+    from pairrl.eval.rsa_stage import run_rsa
+
+    t0 = time.perf_counter()
+    outcome, *last = run_rsa(run, tasks, executor, cache_dir, _limit_key(run.config), progress)
+    timings["rsa"] = time.perf_counter() - t0
+    return outcome, tuple(last)
+
+
+def _rsa_select(
+    run: EvalRun,
+    tasks: dict[str, Any],
+    rsa: tuple[Any, Any],
+    cache_dir: Path,
+    progress: Reporter,
+    issues: list[Issue],
+) -> None:
+    """RSA's rows on the last round; its records, issues and expected entries join the run's."""
+    from pairrl.eval.rsa_stage import select_on_last
+
+    outcome, last = rsa
+    select_on_last(run, tasks, last, cache_dir, outcome, progress)
+    issues.extend(outcome.issues)
+    run.expected.update(outcome.expected)
+    run.judge_records.extend(outcome.records)
 
 
 def _unmeasured_labels(run: EvalRun) -> dict[str, list[str | None]]:

@@ -93,6 +93,7 @@ def run_eval(cfg: EvalConfig, show_progress: bool = True) -> EvalOutcome:
     """Check the models it names, run the preflight, compute (resuming from the cache),
     write records, gate, and write every report."""
     from pairrl.eval.sampling import check_model_sources
+    from pairrl.memory import return_freed_memory
     from pairrl.rollout.samplers.call_budget import remote_call_budget
 
     check_model_sources(cfg)  # a model that is not there is an error before anything runs
@@ -106,6 +107,7 @@ def run_eval(cfg: EvalConfig, show_progress: bool = True) -> EvalOutcome:
         checks = preflight(cfg, reporter) if cfg.preflight.enabled else []
         stopped = any(check.failed_all for check in checks)
         run = None if stopped else run_pipeline(cfg, "compute", reporter)
+    return_freed_memory()  # the run's models and batches are gone: their pages go back now
     if run is None:
         return _stopped_by_preflight(cfg, checks, budget.summary())
     run.remote = budget.summary()
@@ -226,6 +228,8 @@ def preflight(cfg: EvalConfig, progress: Reporter) -> list[PreflightCheck]:
     from pairrl.eval.sources import load_candidates_and_tasks
 
     judged = [s for s in cfg.selectors if s in JUDGE_SELECTORS]
+    if cfg.rsa.enabled and cfg.rsa.selector not in judged:  # RSA + V1 judges too
+        judged.append(cfg.rsa.selector)
     if cfg.candidates.source == "pool" and not judged:
         return []  # nothing remote to check
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else Path(cfg.out_dir) / "cache"

@@ -14,6 +14,11 @@ faults more than the defaults. The floats do not change: only where freed blocks
 
 ``PAIRRL_MALLOC_DEFAULTS=1`` in the environment keeps glibc's defaults (to compare:
 ``benchmarks/memory_reuse.py``, or where freed memory must go back to the system).
+
+What is kept for reuse stays in the process after the stage that freed it: a stage that
+allocates in other sizes (a benchmark run after training, one model's benchmark run after
+another's) adds its own peak on top. ``return_freed_memory`` gives it back to the system
+between such stages.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import ctypes
 import os
 import platform
 
-__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "reuse_freed_memory"]
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "return_freed_memory", "reuse_freed_memory"]
 
 MMAP_THRESHOLD = 32 << 20  # glibc refuses a larger one (half its 64 MiB heap)
 TRIM_THRESHOLD = 256 << 20  # 1 GiB gave no fewer faults in the main job's warm start
@@ -49,3 +54,22 @@ def reuse_freed_memory() -> bool:
     return mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and (
         mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
     )
+
+
+def return_freed_memory() -> bool:
+    """Collect unreachable objects, then give the freed memory of every glibc arena back to
+    the system (``malloc_trim(0)``): between stages, not inside a step (the next step would
+    fault it in again). Returns whether glibc trimmed; False elsewhere (no such call)."""
+    import gc
+
+    gc.collect()
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    trim(0)
+    return True

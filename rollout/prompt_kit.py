@@ -14,7 +14,7 @@ parse.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -24,6 +24,7 @@ from pairrl.rewards.tasks import Task
 from pairrl.rollout.pairs import PairPlan, build_training_pairs
 from pairrl.rollout.prompts import (
     Domain,
+    aggregation_messages,
     generation_messages,
     pairwise_messages,
     pointwise_ab_messages,
@@ -47,7 +48,11 @@ Conversation = list[dict[str, str]]  # prompt messages followed by the assistant
 
 @dataclass(frozen=True)
 class PromptKit:
-    """Prompt builders (task in, chat messages out) and the training pair constructor."""
+    """Prompt builders (task in, chat messages out) and the training pair constructor.
+
+    ``aggregation`` (a task and candidate completions in, a prompt for one improved
+    solution out) serves the benchmark's recursive self-aggregation; its default is the
+    paper kit's code wording, so a kit for another task family may override it."""
 
     generation: Callable[[Task], Messages]
     pairwise: Callable[[Task, str, str], Messages]
@@ -55,6 +60,9 @@ class PromptKit:
     pointwise_ab: Callable[[Task, str], Messages]
     for_judge: Callable[[str], str]
     build_pairs: Callable[[Sequence[bool], int, int], Any]
+    aggregation: Callable[[Task, Sequence[str]], Messages] = field(
+        default=lambda task, solutions: _aggregation(task, solutions, "code")
+    )
 
 
 def _generation(task: Task, domain: Domain) -> Messages:
@@ -73,6 +81,10 @@ def _pointwise_ab(task: Task, solution: str, domain: Domain) -> Messages:
     return pointwise_ab_messages(problem_text(task), solution, domain)
 
 
+def _aggregation(task: Task, solutions: Sequence[str], domain: Domain) -> Messages:
+    return aggregation_messages(problem_text(task), solutions, domain)
+
+
 def _pairs(labels: Sequence[bool], num_pairs: int, seed: int) -> PairPlan:
     return build_training_pairs(labels, num_pairs=num_pairs, seed=seed)
 
@@ -86,6 +98,7 @@ def _paper_kit(domain: Domain) -> PromptKit:
         pointwise_ab=partial(_pointwise_ab, domain=domain),
         for_judge=partial(solution_for_judge, domain=domain),
         build_pairs=_pairs,
+        aggregation=partial(_aggregation, domain=domain),
     )
 
 

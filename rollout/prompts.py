@@ -1,4 +1,5 @@
-"""Prompt builders (generation, pairwise and pointwise judging) and the thinking budget.
+"""Prompt builders (generation, pairwise and pointwise judging, aggregation) and the
+thinking budget.
 
 Every builder returns chat messages; the sampler applies the model's chat template.
 Wording follows the paper's description (see docs/design.md, "Facts from the paper"): the
@@ -7,7 +8,8 @@ the more robust one when both look correct, reasons first and ends with
 ``<rating_A>k</rating_A>`` and ``<rating_B>k</rating_B>`` (10 correct and robust, 5
 borderline, 1 incorrect); the math variant rates the final answer only; the pointwise judge
 emits one ``<rating>k</rating>``; the pointwise A/B judge answers one letter, read from the
-A/B log-probabilities.
+A/B log-probabilities. The aggregation prompt (recursive self-aggregation) shows a problem
+and candidate solutions and asks for one improved solution in the generation format.
 
 Thinking budget (:func:`generate_with_thinking_budget`): the model thinks for at most B
 tokens (stopping early if it closes thinking itself), then ``</think>`` is forced and the
@@ -98,6 +100,23 @@ POINTWISE_MATH = (
     "## Problem\n{problem}\n\n## Solution\n{solution}"
 )
 
+AGGREGATION_CODE = (
+    "Below are candidate solutions to the programming problem. Some may be wrong. Read "
+    "them, find their mistakes, and write one improved solution: combine what is right in "
+    "them, or write a new one if none is right.\n\n"
+    "## Problem\n{problem}\n\n{candidates}\n\n"
+    "Reason step by step first. Then give your complete solution as one fenced code "
+    "block:\n```python\n# your code\n```"
+)
+
+AGGREGATION_MATH = (
+    "Below are candidate solutions to the math problem. Some may be wrong. Read them, find "
+    "their mistakes, and write one improved solution: combine what is right in them, or "
+    "solve it anew if none is right.\n\n"
+    "## Problem\n{problem}\n\n{candidates}\n\n"
+    "Reason step by step, then put your final answer within \\boxed{{}}."
+)
+
 POINTWISE_AB = (
     "## Problem\n{problem}\n\n## Solution\n{solution}\n\n"
     "Is this solution correct{what}?\nA) yes\nB) no\n"
@@ -161,6 +180,19 @@ def pointwise_ab_messages(
     _check_domain(domain)
     what = "" if domain == "code" else " (is its final answer right)"
     return _user(POINTWISE_AB.format(problem=problem.strip(), solution=solution, what=what))
+
+
+def aggregation_messages(
+    problem: str, solutions: Sequence[str], domain: Domain = "code"
+) -> list[ChatMessage]:
+    """Recursive self-aggregation's prompt: the problem and candidate solutions (shown
+    verbatim, numbered), asking for one improved solution in the generation format."""
+    _check_domain(domain)
+    template = AGGREGATION_CODE if domain == "code" else AGGREGATION_MATH
+    shown = "\n\n".join(
+        f"## Candidate {i}\n{text.strip()}" for i, text in enumerate(solutions, start=1)
+    )
+    return _user(template.format(problem=problem.strip(), candidates=shown))
 
 
 def continuation(prompt: Prompt, assistant_text: str) -> Prompt:

@@ -265,15 +265,16 @@ def release_training_state(trainer: Any) -> None:
     """Drop the trainer's model, optimiser and scheduler, and accelerate's references to
     them, once the final model is saved: what runs after training (the family's
     ``after_training`` hook) loads the models it needs itself, and the optimiser's state
-    alone is twice the weights. The trainer's ``state`` (steps, log history) stays."""
-    import gc
+    alone is twice the weights; the memory training kept for reuse (``pairrl.memory``) goes
+    back to the system too. The trainer's ``state`` (steps, log history) stays."""
+    from pairrl.memory import return_freed_memory
 
     trainer.accelerator.free_memory()
     for owner in (trainer, trainer.callback_handler):  # the callbacks' handler holds them too
         for name in ("model", "model_wrapped", "optimizer", "lr_scheduler", "ref_model"):
             if hasattr(owner, name):
                 setattr(owner, name, None)
-    gc.collect()
+    return_freed_memory()  # collects them, and gives what training kept for reuse back
 
 
 def quiet_libraries() -> None:

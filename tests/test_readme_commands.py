@@ -71,8 +71,8 @@ pairrl eval configs/eval_math_tiny_cpu.yaml --tasks runs/tiny_math.parquet --set
 pairrl eval --tasks ../shared/data/HumanEval.jsonl.gz --pool ../shared/data/pools/humaneval_codegeex13b_adapt_n15.jsonl --k 15 --out runs/eval/he --strict | run humaneval_pool
 pairrl eval configs/eval_tiny_cpu.yaml --strict | run tiny_eval
 pairrl eval gate runs/eval/he --strict | run humaneval_pool
-pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sm0/warm_start --set out_dir=runs/eval/he_sm0_warm_start | after_real_model_job
-pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sm0/final --set out_dir=runs/eval/he_sm0_final | after_real_model_job
+pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sa0/warm_start --set out_dir=runs/eval/hu_sa0_warm_start | after_real_model_job
+pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sa0/final --set out_dir=runs/eval/hu_sa0_final | after_real_model_job
 pairrl select --judge-model runs/tiny-model --candidates tests/readme_fixtures/cands.jsonl --problem "Write f(x) that returns x + 1." --readout forced --min-rating-mass 0 --schedule rated_halving --budget 16 | run select
 pairrl select --judge-model runs/tiny-model --candidates tests/readme_fixtures/cands.jsonl --problem "Write f(x) that returns x + 1." --method pointwise_rating --readout forced --min-rating-mass 0 | run select
 pairrl slurm render configs/qwen3_4b_deepcoder.yaml --nodes 3 --gpus-per-node 8 --dry-run | run slurm_render
@@ -104,8 +104,8 @@ pip install -e '.[gguf]' | pip
 OMP_NUM_THREADS=1 /usr/bin/time -v .venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=25 | suite
 .venv/bin/ruff check . && .venv/bin/ruff format --check . | run lint
 /usr/bin/time -v .venv/bin/pairrl train configs/toy_cpu.yaml --out runs/m0 --set model.path=runs/model-m0 | main_job
-/usr/bin/time -v .venv/bin/pairrl train configs/smollm2_cpu.yaml --out runs/sm0 | real_model_job
-.venv/bin/python benchmarks/seed_curves.py runs/sm0 runs/sm1 --out docs/smollm2_curves.png | after_real_model_job
+/usr/bin/time -v .venv/bin/pairrl train configs/smollm2_cpu.yaml --out runs/sa0 | real_model_job
+.venv/bin/python benchmarks/seed_curves.py runs/sa0 runs/sa1 --out docs/smollm2_curves.png | after_real_model_job
 /usr/bin/time -v | prose
 /usr/bin/time -v .venv/bin/pairrl train configs/toy_cpu.yaml --out runs/new/m0 --set seed=0 --set model.path=runs/new/model-m0 | main_job
 pairrl train | prose
@@ -126,7 +126,7 @@ main_job | - | test_recipe_toy_pipeline.py::test_main_job_end_to_end_and_eval_re
 after_main_job | - | test_recipe_toy_pipeline.py::test_main_job_end_to_end_and_eval_reproduces_it | reads the main job's run (several minutes)
 ablation | - | test_toy_ablation.py::test_the_children_of_jobs_n_are_told_to_write_no_tables | three main jobs: about 16 min on 2 cores
 real_model_job | - | test_recipe_smollm2_job.py::test_the_real_model_job_runs_end_to_end_and_its_judge_parses | the real-model job: about 40 min on 2 cores
-after_real_model_job | - | test_recipe_smollm2_job.py::test_the_pool_benchmark_runs_with_the_jobs_judge | reads runs/sm0 (and runs/sm1), the 40-minute real-model job's runs
+after_real_model_job | - | test_recipe_smollm2_job.py::test_the_pool_benchmark_runs_with_the_jobs_judge | reads runs/sa0 (and runs/sa1), the 40-minute real-model job's runs
 eight_gpus | gpu | test_train_config.py::test_paper_recipe_values | 8 GPUs of 80 GB and Qwen3-4B from the model hub (network)
 one_gpu | gpu | test_lora.py::test_one_gpu_lora_config_plans_one_row_per_micro_batch | a 24-48 GB GPU and Qwen3-4B from the model hub (network)
 gpu_cluster | slurm | test_slurm_render.py::test_multi_node_roles_rendezvous_and_server_host | a Slurm cluster of 3 nodes with 8 GPUs each

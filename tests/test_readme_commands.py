@@ -73,13 +73,14 @@ pairrl eval configs/eval_tiny_cpu.yaml --strict | run tiny_eval
 pairrl eval gate runs/eval/he --strict | run humaneval_pool
 pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sa0/warm_start --set out_dir=runs/eval/hu_sa0_warm_start | after_real_model_job
 pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sa0/final --set out_dir=runs/eval/hu_sa0_final | after_real_model_job
+pairrl eval configs/eval_pool_mbpp_smollm2.yaml --set judge.model=runs/sa0/final --set out_dir=runs/eval/mb_sa0_final | after_real_model_job
 pairrl select --judge-model runs/tiny-model --candidates tests/readme_fixtures/cands.jsonl --problem "Write f(x) that returns x + 1." --readout forced --min-rating-mass 0 --schedule rated_halving --budget 16 | run select
 pairrl select --judge-model runs/tiny-model --candidates tests/readme_fixtures/cands.jsonl --problem "Write f(x) that returns x + 1." --method pointwise_rating --readout forced --min-rating-mass 0 | run select
 pairrl slurm render configs/qwen3_4b_deepcoder.yaml --nodes 3 --gpus-per-node 8 --dry-run | run slurm_render
 pairrl slurm submit configs/qwen3_4b_deepcoder.yaml --nodes 3 --gpus-per-node 8 | gpu_cluster
 squeue -u $USER; tail -f runs/slurm/*/logs/train-*.log | follow_logs
 pairrl slurm submit configs/eval_endpoint_mbpp.yaml | endpoint_cluster
-pairrl eval configs/eval_tiny_cpu.yaml --set candidates.engine=vllm --strict | run vllm_eval
+pairrl eval configs/eval_tiny_cpu.yaml --set candidates.engine=vllm --set judge.engine=hf --strict | run vllm_eval
 python -m vllm.entrypoints.openai.api_server --model runs/tiny-model --served-model-name judge --dtype float32 --max-model-len 1024 --no-enable-chunked-prefill --max-logprobs 20 --enforce-eager | serve vllm_server http://127.0.0.1:8000/health
 pairrl eval configs/eval_tiny_cpu.yaml --endpoint http://127.0.0.1:8000/v1 --set candidates.served_model=judge --strict | run vllm_server
 pairrl train configs/tiny_cpu.yaml --set engine.kind=vllm_colocate | run vllm_train
@@ -170,7 +171,7 @@ SCENARIOS: dict[str, Scenario] = {
     "math": Scenario(),
     "humaneval_pool": Scenario(),
     "tiny_eval": Scenario(setup=(TINY_MODEL,)),
-    "vllm_eval": Scenario(setup=(TINY_MODEL,), needs="vllm", xfail=NO_RATING_TOKEN),
+    "vllm_eval": Scenario(setup=(TINY_MODEL,), needs="vllm"),
     "vllm_server": Scenario(setup=(TINY_MODEL,), needs="vllm", xfail=NO_RATING_TOKEN),
     "vllm_train": Scenario(needs="vllm"),
 }

@@ -236,6 +236,9 @@ def eval_config(
             # a tiny sampled judge now and then truncates or garbles a rating: tolerate 1%
             # failed calls (counted and reported), no more
             "gate": {"tolerance": 0.01},
+            # no preflight: a model the job trained is measured as it is, failed judgements
+            # counted by the gate, and its own run must write the pool the others judge
+            "preflight": {"enabled": False},
             "bootstrap": 200,
             "seed": cfg.seed,
         }

@@ -24,6 +24,7 @@ __all__ = [
     "label_candidates",
     "label_key",
     "task_fingerprint",
+    "unmeasured_reasons",
 ]
 
 # Statuses that say nothing about the candidate: the gate counts them as failed labels.
@@ -134,3 +135,16 @@ def _no_candidate(cand: Candidate) -> dict[str, Any]:
         "first_failure": f"sampling failed: {cand.error}",
         "wall_s": 0.0,
     }
+
+
+def unmeasured_reasons(labels: list[dict[str, Any] | None]) -> list[str | None]:
+    """Per candidate of a task: why its label could not be measured (not in the cache, or
+    an infrastructure failure), or None when it was."""
+    return [
+        "no cached label"
+        if lab is None
+        else str(lab["first_failure"])
+        if lab["status"] in INFRA_FAILURES
+        else None
+        for lab in labels
+    ]

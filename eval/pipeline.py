@@ -34,7 +34,7 @@ from pairrl.eval.cache import StageCache
 from pairrl.eval.candidates import group_by_task
 from pairrl.eval.config import JUDGE_SELECTORS, EvalConfig
 from pairrl.eval.judge_selectors import run_judge_selectors
-from pairrl.eval.labels import INFRA_FAILURES, label_candidates
+from pairrl.eval.labels import INFRA_FAILURES, label_candidates, unmeasured_reasons
 from pairrl.eval.run_state import EvalRun, Issue, Mode
 from pairrl.eval.selectors import select_first, select_oracle, select_random
 from pairrl.eval.sources import load_candidates_and_tasks
@@ -161,17 +161,7 @@ def _rsa_select(
 
 def _unmeasured_labels(run: EvalRun) -> dict[str, list[str | None]]:
     """Per task, per candidate: why its label could not be measured, or None when it was."""
-    out: dict[str, list[str | None]] = {}
-    for tid, task_labels in run.labels.items():
-        out[tid] = [
-            "no cached label"
-            if lab is None
-            else str(lab["first_failure"])
-            if lab["status"] in INFRA_FAILURES
-            else None
-            for lab in task_labels
-        ]
-    return out
+    return {tid: unmeasured_reasons(task_labels) for tid, task_labels in run.labels.items()}
 
 
 def _fail_if_unmeasured(sel: Any, reasons: list[str | None]) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
-from pairrl.eval.labels import INFRA_FAILURES, label_candidates
+from pairrl.eval.labels import label_candidates, unmeasured_reasons
 from pairrl.eval.rsa import round_metrics, rsa_random_selection, rsa_rows, subset_for
 from pairrl.eval.run_state import EvalRun, Issue
 from pairrl.eval.selectors import Selection
@@ -105,7 +105,7 @@ def select_on_last(
 
     cfg, (pop, labels) = run.config, last
     random_row, tour_row = rsa_rows(cfg.rsa)
-    reasons = {t: _unmeasured(labels[t]) for t in run.task_ids}
+    reasons = {t: unmeasured_reasons(labels[t]) for t in run.task_ids}
     shadow = EvalRun(cfg, run.mode, run.task_ids, pop, labels, {})
     bools = shadow.bool_labels()
     out.selections[random_row] = {
@@ -268,21 +268,10 @@ class _LazySampler:
             close()
 
 
-def _unmeasured(labels: list[dict[str, Any] | None]) -> list[str | None]:
-    return [
-        "no cached label"
-        if lab is None
-        else str(lab["first_failure"])
-        if lab["status"] in INFRA_FAILURES
-        else None
-        for lab in labels
-    ]
-
-
 def _account_labels(pop: dict[str, list[Candidate]], labels: Labels, out: RsaOutcome) -> None:
     for tid, task_labels in labels.items():
         out.expected["rsa labels"] = out.expected.get("rsa labels", 0) + len(task_labels)
-        for cand, reason in zip(pop[tid], _unmeasured(task_labels), strict=True):
+        for cand, reason in zip(pop[tid], unmeasured_reasons(task_labels), strict=True):
             if reason is not None:
                 kind = "missing" if reason == "no cached label" else "failed"
                 out.issues.append(Issue("rsa labels", tid, cand.candidate_id, kind, reason))
@@ -298,7 +287,7 @@ def _metrics(
         t: [c.completion if is_answer_task(tasks[t]) else c.code for c in cands]
         for t, cands in pop.items()
     }
-    unmeasured = {t: [r is not None for r in _unmeasured(labels[t])] for t in labels}
+    unmeasured = {t: [r is not None for r in unmeasured_reasons(labels[t])] for t in labels}
     row = round_metrics(round_, labels, programs, unmeasured)
     return {**row, "generation_tokens": _tokens([c for cands in pop.values() for c in cands])}
 

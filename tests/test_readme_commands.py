@@ -82,7 +82,7 @@ squeue -u $USER; tail -f runs/slurm/*/logs/train-*.log | follow_logs
 pairrl slurm submit configs/eval_endpoint_mbpp.yaml | endpoint_cluster
 pairrl eval configs/eval_tiny_cpu.yaml --set candidates.engine=vllm --set judge.engine=hf --strict | run vllm_eval
 python -m vllm.entrypoints.openai.api_server --model runs/tiny-model --served-model-name judge --dtype float32 --max-model-len 1024 --no-enable-chunked-prefill --max-logprobs 20 --enforce-eager | serve vllm_server http://127.0.0.1:8000/health
-pairrl eval configs/eval_tiny_cpu.yaml --endpoint http://127.0.0.1:8000/v1 --set candidates.served_model=judge --strict | run vllm_server
+pairrl eval configs/eval_tiny_cpu.yaml --endpoint http://127.0.0.1:8000/v1 --set candidates.served_model=judge --judge-model runs/tiny-model --set judge.engine=hf --strict | run vllm_server
 pairrl train configs/tiny_cpu.yaml --set engine.kind=vllm_colocate | run vllm_train
 .venv/bin/python -m pytest -q -m "not slow" | suite
 pairrl select | prose
@@ -152,11 +152,9 @@ class Scenario:
     slow: bool = True  # over about 30 s on 2 cores
     needs: str = ""  # vllm or smollm2: skipped, saying why, when it is not installed
     in_repo: bool = False  # read-only commands that must walk the real tree, not links
-    xfail: str = ""
 
 
 TINY_MODEL = "pairrl tiny-model runs/tiny-model"
-NO_RATING_TOKEN = "gate FAIL through vLLM: 'no probability on any rating token 1..10'"
 SCENARIOS: dict[str, Scenario] = {
     "dry_run": Scenario(slow=False),
     "tiny_model": Scenario(slow=False),
@@ -172,7 +170,7 @@ SCENARIOS: dict[str, Scenario] = {
     "humaneval_pool": Scenario(),
     "tiny_eval": Scenario(setup=(TINY_MODEL,)),
     "vllm_eval": Scenario(setup=(TINY_MODEL,), needs="vllm"),
-    "vllm_server": Scenario(setup=(TINY_MODEL,), needs="vllm", xfail=NO_RATING_TOKEN),
+    "vllm_server": Scenario(setup=(TINY_MODEL,), needs="vllm"),
     "vllm_train": Scenario(needs="vllm"),
 }
 
@@ -399,7 +397,6 @@ def scenario_params() -> list:
     for name, scenario in SCENARIOS.items():
         marks = [pytest.mark.timeout(timeout_s(scenario) + 60)]
         marks += [pytest.mark.slow] if scenario.slow else []
-        marks += [pytest.mark.xfail(strict=True, reason=scenario.xfail)] if scenario.xfail else []
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 

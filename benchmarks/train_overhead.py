@@ -12,7 +12,7 @@ counts (prompt + completion per step) are printed next to the times.
 
 The baseline is TRL untouched, so it pads every row to the longest (pairwise) prompt;
 our trainer forwards short and long prompts in separate padding buckets
-(``pairrl.train.trainer.forward_in_buckets``), which is why PairRL can come out faster.
+(``pairrl.train.padding.forward_in_buckets``), which is why PairRL can come out faster.
 
 Prints per-phase seconds per step, the mean step time of each (the first step is
 excluded as warm-up) and the ratio PairRL / GRPO (target <= 1.15). Unless

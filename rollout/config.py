@@ -89,7 +89,8 @@ class PhaseSampling(PairrlModel):
 
 
 class SamplingConfig(PairrlModel):
-    """Per-phase decoding. TRL scores log-probs at the solution temperature (see README)."""
+    """Per-phase decoding. The trainer scores each sample at its phase's temperature
+    (``pairrl.train.row_temperatures``)."""
 
     solution: PhaseSampling = Field(default_factory=PhaseSampling, description="solution phase")
     judgement: PhaseSampling = Field(default_factory=PhaseSampling, description="judgement phase")

@@ -8,9 +8,8 @@ pyproject). For each phase the sampling settings (temperature, top-p, max new to
 are swapped into TRL's generation config (transformers) or its vLLM generation object,
 and restored afterwards.
 
-TRL scores log-probabilities at the trainer temperature (the solution temperature); a
-different judgement temperature makes judgement samples slightly off-policy for the
-loss. The paper uses one temperature (0.6) for both.
+The trainer scores each sample's log-probabilities at the temperature of its phase
+(``pairrl.train.row_temperatures``); the paper uses one temperature (0.6) for both.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The chunked log-prob path (``pairrl.train.chunked_logps`` with the row chunks of
-``pairrl.train.trainer.forward_in_buckets``) against TRL's own computation, on the tiny model.
+``pairrl.train.padding.forward_in_buckets``) against TRL's own computation, on the tiny model.
 
 TRL's reference is ``GRPOTrainer._get_per_token_logps_and_entropies`` (one forward over
 every row, its fused LM head over every position) and ``GRPOTrainer._compute_loss`` on top.
@@ -30,8 +30,8 @@ from trl.trainer.utils import add_fused_lm_head
 
 from pairrl.train.chunked_logps import plain_lm_head
 from pairrl.train.config import LossConfig
-from pairrl.train.padding import token_chunks
-from pairrl.train.trainer import PairRLTrainer, _row_pieces
+from pairrl.train.padding import _row_pieces, token_chunks
+from pairrl.train.trainer import PairRLTrainer
 
 TEMPERATURE = 0.7
 SHORT = "Write a python function f(x) that returns x."

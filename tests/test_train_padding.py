@@ -1,4 +1,4 @@
-"""Padding buckets for the update's forward passes (``pairrl.train.trainer``)."""
+"""Padding buckets for the update's forward passes (``pairrl.train.padding.forward_in_buckets``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ from pathlib import Path
 
 import torch
 
-from pairrl.train.padding import padding_buckets
-from pairrl.train.trainer import forward_in_buckets
+from pairrl.train.padding import forward_in_buckets, padding_buckets
 
 
 def test_padding_buckets_split_narrow_from_wide_rows() -> None:

@@ -33,6 +33,7 @@ from pairrl.config import parse_config
 from pairrl.rollout.layout import RowRecord
 from pairrl.train import trainer as trainer_module
 from pairrl.train.config import TrainConfig
+from pairrl.train.row_temperatures import ROW_TEMPERATURE, sample_temperatures
 from pairrl.train.trainer import PairRLTrainer
 
 CFG = parse_config(
@@ -114,6 +115,28 @@ def test_override_puts_pairrl_advantages_in_each_process_slice(
     assert metrics["pairrl/solution_pass_rate"] == [pytest.approx(3 / 4)]
     assert metrics["pairrl/no_pair_rows"] == [1.0]
     assert metrics["time/generate_s"] == [1.5]
+    assert ROW_TEMPERATURE not in output  # one sampling temperature: TRL's scoring as it is
+
+
+@pytest.mark.parametrize("process_index", [0, 1])
+def test_override_adds_each_rows_sampling_temperature(
+    monkeypatch: pytest.MonkeyPatch, process_index: int
+) -> None:
+    """Judgements drawn at 0.4, solutions at 1.0; the no-pair row (never sampled) at the
+    solution temperature. The column travels with the rows through TRL's shuffle."""
+    monkeypatch.setattr(
+        trainer_module.GRPOTrainer,
+        "_generate_and_score_completions",
+        lambda self, inputs: {"advantages": torch.zeros(4)},
+    )
+    monkeypatch.setattr(
+        trainer_module, "gather_object", lambda rows: [*PROCESS_ROWS[0], *PROCESS_ROWS[1]]
+    )
+    trainer = _trainer(process_index)
+    trainer.sample_temperatures = sample_temperatures(1.0, 0.4)
+    output = trainer._generate_and_score_completions([{}] * 4)
+    expected = [[1.0, 1.0, 0.4, 0.4], [1.0, 1.0, 0.4, 1.0]][process_index]
+    assert output[ROW_TEMPERATURE].tolist() == pytest.approx(expected)
 
 
 def test_override_refuses_records_that_do_not_match_the_batch(

@@ -6,7 +6,7 @@ about 1.5 MB of activations per token for the backward, and TRL's fused LM head
 (prompts and padding too) in tiles of 4,096 positions x 32,768 vocabulary entries, with about
 eight tile-sized temporaries at once in its backward (about 1 MB per token more at 3,000
 tokens). The body's side (padding buckets cut into row chunks under a token budget, all but
-the last recomputed in the backward) is ``pairrl.train.trainer.forward_in_buckets``; the
+the last recomputed in the backward) is ``pairrl.train.padding.forward_in_buckets``; the
 head's side is here.
 
 Per forward (``completion_logps``):

@@ -210,7 +210,7 @@ class LossConfig(PairrlModel):
         description="most tokens (rows x padded width) one forward of the loss's log-probs "
         "holds activations for: a larger micro-batch runs in row chunks of at most this "
         "(a row is never split), all but the last recomputed in the backward "
-        "(pairrl.train.trainer.forward_in_buckets), so the activations held at once are one "
+        "(pairrl.train.padding.forward_in_buckets), so the activations held at once are one "
         "chunk's (about 1.5 MB per token for SmolLM2-135M in float32) for one more forward "
         "of the other chunks; the same loss and gradients up to float rounding. With "
         "model.gradient_checkpointing the chunks are not recomputed again (each layer already "

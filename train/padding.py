@@ -4,7 +4,7 @@ A batch that mixes short rows (solutions) with ~2-3x longer ones (pairwise judge
 pays the longest row's width on every row. Splitting it into a narrow and a wide bucket,
 each trimmed to its own widest row, computes the same values up to float rounding:
 masked positions take no part in attention and rotary attention depends only on
-relative positions. The RL update (``pairrl.train.trainer.forward_in_buckets``, prompts
+relative positions. The RL update (``forward_in_buckets``, prompts
 left-padded) and the warm start (``right_padded_buckets``, conversations right-padded)
 both split this way. Within a bucket, ``token_chunks`` cuts the rows into chunks of at most a
 token budget (rows x width), so that one forward never holds more activations than that.
@@ -12,11 +12,13 @@ token budget (rows x width), so that one forward never holds more activations th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
-__all__ = ["padding_buckets", "right_padded_buckets", "token_chunks"]
+__all__ = ["forward_in_buckets", "padding_buckets", "right_padded_buckets", "token_chunks"]
 
 
 def padding_buckets(widths: list[int], min_saving: float = 0.25) -> list[list[int]]:
@@ -90,3 +92,66 @@ def right_padded_buckets(batch: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return parts
+
+
+def forward_in_buckets(
+    forward: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    logits_to_keep: int,
+    max_tokens: int | None = None,
+    recompute: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``forward(input_ids, attention_mask)`` per padding bucket and token chunk, results in
+    the input order.
+
+    Prompts are left-padded to the batch's widest one, so a batch mixing short solution
+    prompts with long judgement prompts pays the long width on every row. Each bucket drops
+    the leading columns that are padding in all its rows: masked keys take no part in
+    attention and rotary attention depends only on relative positions, so the per-token
+    log-probs are the same up to float rounding (checked in tests/test_train_padding.py).
+    Each bucket is then cut into chunks of at most ``max_tokens`` (rows x width,
+    ``token_chunks``). With ``recompute`` and several chunks, all but the last run under
+    ``torch.utils.checkpoint``: the forward keeps only their inputs and outputs, and the
+    backward recomputes one chunk at a time, so the activations held at once are about one
+    chunk's, for one more forward of those chunks.
+    """
+    pieces = _row_pieces(attention_mask, logits_to_keep, max_tokens)
+    if len(pieces) == 1 and pieces[0][1] == 0:
+        return forward(input_ids, attention_mask)
+    logps, entropies, order = [], [], []
+    for i, (rows, trim) in enumerate(pieces):
+        index = torch.tensor(rows, device=input_ids.device)
+        args = (input_ids[index, trim:], attention_mask[index, trim:])
+        if recompute and i < len(pieces) - 1:
+            lp, ent = checkpoint(forward, *args, use_reentrant=False)
+        else:
+            # the last chunk's backward runs first, while nothing else is recomputed
+            lp, ent = forward(*args)
+        logps.append(lp)
+        entropies.append(ent)
+        order.extend(rows)
+    inverse = torch.empty(len(order), dtype=torch.long, device=input_ids.device)
+    inverse[torch.tensor(order, device=input_ids.device)] = torch.arange(
+        len(order), device=input_ids.device
+    )
+    entropy = None if entropies[0] is None else torch.cat(entropies)[inverse]
+    return torch.cat(logps)[inverse], entropy
+
+
+def _row_pieces(
+    attention_mask: torch.Tensor, logits_to_keep: int, max_tokens: int | None
+) -> list[tuple[list[int], int]]:
+    """(rows, leading columns to drop) per forward: padding buckets, each in token chunks.
+    One bucket is not trimmed (its rows keep the batch's width, as one forward would)."""
+    prompt_width = attention_mask.size(1) - logits_to_keep
+    real = attention_mask[:, :prompt_width] != 0
+    # first real prompt column per row (prompt_width when a row has no prompt token)
+    first = torch.where(real.any(dim=1), real.int().argmax(dim=1), prompt_width)
+    buckets = padding_buckets((prompt_width - first).tolist())
+    pieces = []
+    for rows in buckets:
+        trim = int(first[rows].min()) if len(buckets) > 1 else 0
+        width = attention_mask.size(1) - trim
+        pieces.extend((chunk, trim) for chunk in token_chunks(rows, width, max_tokens))
+    return pieces

@@ -156,8 +156,9 @@ def grpo_config_kwargs(cfg: TrainConfig, plan: RunPlan) -> dict[str, Any]:
     * ``scale_rewards='none'`` and ``multi_objective_aggregation='sum_then_normalize'``:
       TRL's own advantages are computed and then replaced by ``PairRLTrainer`` (see
       ``pairrl.train.trainer``), so its scaling must not matter; 'none' keeps its logs honest.
-    * ``temperature``/``top_p`` are the solution phase's: TRL scores log-probs with the
-      trainer temperature; the rollout swaps in the judgement settings while judging.
+    * ``temperature``/``top_p`` are the solution phase's: the rollout swaps in the
+      judgement settings while judging, and the trainer scores judgement rows at the
+      judgement temperature (``pairrl.train.row_temperatures``).
     """
     kwargs: dict[str, Any] = {
         "output_dir": plan.output_dir,

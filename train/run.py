@@ -172,12 +172,9 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
     from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
     from pairrl.train.data import build_dataset
     from pairrl.train.lora import check_targets, peft_config
-    from pairrl.train.trainer import (
-        PairRLTrainer,
-        StepTimer,
-        pair_verification,
-        solution_correctness,
-    )
+    from pairrl.train.reward_funcs import pair_verification, solution_correctness
+    from pairrl.train.row_temperatures import sample_temperatures
+    from pairrl.train.trainer import PairRLTrainer, StepTimer
 
     dataset, tasks_by_prompt, duplicates = build_dataset(source.tasks, source.prompts.generation)
     tokenizer, tokenize, decode = _text_codec(cfg, policy.path)
@@ -210,6 +207,9 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
         advantage=cfg.advantage,
         loss=cfg.loss,
         dtype=cfg.model.dtype,
+        sample_temperatures=sample_temperatures(
+            cfg.sampling.solution.temperature, cfg.sampling.judgement.temperature
+        ),
     )
     timer.trainer = trainer
     if cfg.logging.console == "progress":

@@ -1,5 +1,5 @@
-"""``PairRLTrainer``: TRL's GRPOTrainer with two overrides (two more for resuming), plus
-the reward functions.
+"""``PairRLTrainer``: TRL's GRPOTrainer with three overrides (two more for resuming); the
+reward functions it hands TRL are in ``train/reward_funcs.py``.
 
 One training step, in order (TRL's ``training_step`` drives it; the file of each part):
 
@@ -26,8 +26,8 @@ The override (``_generate_and_score_completions``) lets TRL build the batch, com
 log-probs, rewards and logs as usual, then replaces the advantages with PairRL's
 (``pairrl.train.advantages``), because TRL's group-mean baseline cannot express a batch-mean
 baseline for judgements next to a per-problem baseline for solutions (see that module).
-It also records the PairRL metrics (``pairrl.train.metrics``) and corrects the advantage column
-of TRL's completions table.
+It also records the PairRL metrics (``pairrl.train.metrics``), corrects the advantage column
+of TRL's completions table and adds each row's sampling temperature to the batch.
 
 The second (``_get_per_token_logps_and_entropies``, single process) computes TRL's per-token
 log-probs and entropies with bounded memory (``forward_in_buckets``): TRL left-pads every
@@ -38,8 +38,12 @@ last recomputed in the backward, so that the model body's activations (about 1.5
 token for SmolLM2-135M in float32) are held for one chunk at a time; and only the positions
 that predict a completion token go through the LM head, in chunks of
 ``loss.logits_chunk_tokens`` (``pairrl.train.chunked_logps``), so no full-vocabulary row is
-kept per token. Everything else (loss, clipping, optimiser, checkpoints, vLLM weight sync,
-logging) is TRL's and transformers' own.
+kept per token. Each row is scored at the temperature it was sampled at, the rows of one
+temperature at a time (``pairrl.train.row_temperatures``): TRL scores every row at the
+solution temperature, while judgements may be drawn at another. The third
+(``compute_loss``) hands the micro-batch's row temperatures to the second. Everything else
+(loss, clipping, optimiser, checkpoints, vLLM weight sync, logging) is TRL's and
+transformers' own.
 
 For resuming: ``_get_train_sampler`` wraps TRL's sampler so that each pass over the
 problems gets the uninterrupted run's shuffle after a resume (``pairrl.train.resume``), and
@@ -49,151 +53,43 @@ checkpoint saves are staged and renamed into place once whole (``AtomicCheckpoin
 With vLLM colocated on vLLM's CPU build, the engine's settings and the weight sync differ
 from TRL's (``pairrl.train.vllm_cpu``); the trainer applies them around its construction,
 and only there.
-
-The reward functions only report the rewards the rollout computed (they need the pair
-labels, which only the rollout has); TRL logs them per function as
-``rewards/solution_correctness/mean`` and ``rewards/pair_verification/mean``.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from accelerate.utils import gather_object
-from torch.utils.checkpoint import checkpoint
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
-from pairrl.rollout.layout import JUDGEMENT, SOLUTION, RowRecord, check_group_order
+from pairrl.rollout.layout import RowRecord, check_group_order
 from pairrl.rollout.pairrl_rollout import PairRLRollout
 from pairrl.train.advantages import compute_advantages, sample_type_weights
 from pairrl.train.checkpoints import AtomicCheckpoints
 from pairrl.train.chunked_logps import causal_lm, completion_logps, plain_lm_head
 from pairrl.train.config import AdvantageConfig, LossConfig
 from pairrl.train.metrics import step_metrics
-from pairrl.train.padding import padding_buckets, token_chunks
+from pairrl.train.padding import forward_in_buckets
 from pairrl.train.resume import PassSeededSampler
+from pairrl.train.row_temperatures import (
+    ROW_TEMPERATURE,
+    check_scorable,
+    row_temperatures,
+    scatter_rows,
+    scoring_temperatures,
+    temperature_groups,
+    trainer_temperature,
+)
 
 __all__ = [
     "PairRLTrainer",
     "StepTimer",
     "batch_advantages",
-    "forward_in_buckets",
-    "pair_verification",
-    "solution_correctness",
 ]
-
-
-def solution_correctness(
-    prompts: list[Any],
-    completions: list[Any],
-    pairrl_sample_type: list[str],
-    pairrl_reward: list[float | None],
-    **kwargs: Any,
-) -> list[float | None]:
-    """1/0 execution reward on solution rows; None (not applicable) elsewhere."""
-    log_extra = kwargs.get("log_extra")
-    if log_extra is not None:
-        log_extra("sample_type", list(pairrl_sample_type))
-        log_extra("detail", list(kwargs.get("pairrl_detail", [""] * len(prompts))))
-    return [
-        r if t == SOLUTION else None for t, r in zip(pairrl_sample_type, pairrl_reward, strict=True)
-    ]
-
-
-def pair_verification(
-    prompts: list[Any],
-    completions: list[Any],
-    pairrl_sample_type: list[str],
-    pairrl_reward: list[float | None],
-    **kwargs: Any,
-) -> list[float | None]:
-    """The paper's thresholded verification reward on judgement rows; None elsewhere."""
-    return [
-        r if t == JUDGEMENT else None
-        for t, r in zip(pairrl_sample_type, pairrl_reward, strict=True)
-    ]
-
-
-class _NoRewardRowFilter(logging.Filter):
-    """Drop TRL's per-step warning about rows no reward function scores.
-
-    ``no_pair`` and ``unlabelled`` rows have no reward by design (they carry no gradient and
-    are counted); ``RowRecord.check`` already rejects any other row without one.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "All reward functions returned None" not in record.getMessage()
-
-
-logging.getLogger("trl.trainer.grpo_trainer").addFilter(_NoRewardRowFilter())
-
-
-def forward_in_buckets(
-    forward: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]],
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    logits_to_keep: int,
-    max_tokens: int | None = None,
-    recompute: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``forward(input_ids, attention_mask)`` per padding bucket and token chunk, results in
-    the input order.
-
-    Prompts are left-padded to the batch's widest one, so a batch mixing short solution
-    prompts with long judgement prompts pays the long width on every row. Each bucket drops
-    the leading columns that are padding in all its rows: masked keys take no part in
-    attention and rotary attention depends only on relative positions, so the per-token
-    log-probs are the same up to float rounding (checked in tests/test_train_padding.py).
-    Each bucket is then cut into chunks of at most ``max_tokens`` (rows x width,
-    ``token_chunks``). With ``recompute`` and several chunks, all but the last run under
-    ``torch.utils.checkpoint``: the forward keeps only their inputs and outputs, and the
-    backward recomputes one chunk at a time, so the activations held at once are about one
-    chunk's, for one more forward of those chunks.
-    """
-    pieces = _row_pieces(attention_mask, logits_to_keep, max_tokens)
-    if len(pieces) == 1 and pieces[0][1] == 0:
-        return forward(input_ids, attention_mask)
-    logps, entropies, order = [], [], []
-    for i, (rows, trim) in enumerate(pieces):
-        index = torch.tensor(rows, device=input_ids.device)
-        args = (input_ids[index, trim:], attention_mask[index, trim:])
-        if recompute and i < len(pieces) - 1:
-            lp, ent = checkpoint(forward, *args, use_reentrant=False)
-        else:
-            # the last chunk's backward runs first, while nothing else is recomputed
-            lp, ent = forward(*args)
-        logps.append(lp)
-        entropies.append(ent)
-        order.extend(rows)
-    inverse = torch.empty(len(order), dtype=torch.long, device=input_ids.device)
-    inverse[torch.tensor(order, device=input_ids.device)] = torch.arange(
-        len(order), device=input_ids.device
-    )
-    entropy = None if entropies[0] is None else torch.cat(entropies)[inverse]
-    return torch.cat(logps)[inverse], entropy
-
-
-def _row_pieces(
-    attention_mask: torch.Tensor, logits_to_keep: int, max_tokens: int | None
-) -> list[tuple[list[int], int]]:
-    """(rows, leading columns to drop) per forward: padding buckets, each in token chunks.
-    One bucket is not trimmed (its rows keep the batch's width, as one forward would)."""
-    prompt_width = attention_mask.size(1) - logits_to_keep
-    real = attention_mask[:, :prompt_width] != 0
-    # first real prompt column per row (prompt_width when a row has no prompt token)
-    first = torch.where(real.any(dim=1), real.int().argmax(dim=1), prompt_width)
-    buckets = padding_buckets((prompt_width - first).tolist())
-    pieces = []
-    for rows in buckets:
-        trim = int(first[rows].min()) if len(buckets) > 1 else 0
-        width = attention_mask.size(1) - trim
-        pieces.extend((chunk, trim) for chunk in token_chunks(rows, width, max_tokens))
-    return pieces
 
 
 def batch_advantages(
@@ -213,8 +109,12 @@ def batch_advantages(
 
 class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
     """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout`` (the rows
-    and their rewards), the ``advantage`` and ``loss`` sections it applies, and the
-    policy's ``dtype`` (for vLLM colocate on CPU)."""
+    and their rewards), the ``advantage`` and ``loss`` sections it applies, the policy's
+    ``dtype`` (for vLLM colocate on CPU) and ``sample_temperatures``, each sample type's
+    sampling temperature when they differ (``pairrl.train.row_temperatures``)."""
+
+    sample_temperatures: dict[str, float] | None = None
+    _loss_temperatures: torch.Tensor | None = None  # the micro-batch's, inside compute_loss
 
     def __init__(
         self,
@@ -223,6 +123,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         advantage: AdvantageConfig,
         loss: LossConfig,
         dtype: str,
+        sample_temperatures: dict[str, float] | None = None,
         **kwargs: Any,
     ) -> None:
         from pairrl.train.vllm_cpu import cpu_colocate, patch_weight_sync
@@ -234,6 +135,8 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             patch_weight_sync(self)
         self.pairrl_rollout = pairrl_rollout
         self.advantage, self.loss = advantage, loss
+        self.sample_temperatures = sample_temperatures
+        check_scorable(self, sample_temperatures)
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         """TRL's sampler, its shuffle for pass p the same after a resume (``PassSeededSampler``)."""
@@ -262,6 +165,11 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             dtype=torch.float32,
             device=output["advantages"].device,
         )
+        if self.sample_temperatures is not None:  # shuffled and split with the rows
+            temperatures = row_temperatures(
+                [r.sample_type for r in local], self.sample_temperatures
+            )
+            output[ROW_TEMPERATURE] = torch.tensor(temperatures, device=output["advantages"].device)
         self._replace_logged_advantages(advantages)
         self._log_pairrl_metrics(rows)
         return output
@@ -301,8 +209,81 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         compute_aux_loss: bool = False,
         **extra: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """TRL's values, computed per padding bucket and token chunk (``forward_in_buckets``)
-        with the chunked LM head (``pairrl.train.chunked_logps``): one process, text only.
+        """TRL's values, each row at the temperature it was drawn at: the rows of one
+        temperature at a time, with the trainer's temperature set to it
+        (``pairrl.train.row_temperatures``); at one temperature, all rows at once."""
+        temperatures = self._scoring_temperatures(input_ids.size(0))
+        if temperatures is None:
+            return self._logps_at_trainer_temperature(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **extra,
+            )
+        if compute_aux_loss or any(v is not None for v in extra.values()):
+            raise NotImplementedError(
+                "scoring rows at two temperatures is for text-only models without an MoE aux "
+                "loss: set sampling.judgement.temperature to sampling.solution.temperature"
+            )
+        logps, entropies = [], []
+        for temperature, rows in temperature_groups(temperatures.to(input_ids.device)):
+            with trainer_temperature(self, temperature):
+                lp, ent, _ = self._logps_at_trainer_temperature(
+                    model,
+                    input_ids[rows],
+                    attention_mask[rows],
+                    logits_to_keep,
+                    batch_size=batch_size,
+                    compute_entropy=compute_entropy,
+                )
+            logps.append((rows, lp))
+            entropies.append((rows, ent))
+        n = input_ids.size(0)
+        return scatter_rows(logps, n), scatter_rows(entropies, n) if compute_entropy else None, None
+
+    def _scoring_temperatures(self, rows: int) -> torch.Tensor | None:
+        """The ``rows`` rows' sampling temperatures, or None when all are the trainer's:
+        in the loss, the micro-batch's; otherwise TRL is scoring the rollout's rows."""
+        if self.sample_temperatures is None:
+            return None
+        types = None if self._loss_temperatures is not None else self.pairrl_rollout.records
+        return scoring_temperatures(
+            self._loss_temperatures if types is None else [r.sample_type for r in types],
+            self.sample_temperatures,
+            rows,
+            self.temperature,
+        )
+
+    def compute_loss(
+        self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **kwargs: Any
+    ) -> torch.Tensor:
+        """TRL's loss, its rows scored at their own sampling temperatures."""
+        if self.sample_temperatures is not None and ROW_TEMPERATURE not in inputs:
+            raise RuntimeError(f"the micro-batch has no {ROW_TEMPERATURE!r} column")
+        self._loss_temperatures = inputs.get(ROW_TEMPERATURE)
+        try:
+            return super().compute_loss(model, inputs, return_outputs=return_outputs, **kwargs)
+        finally:
+            self._loss_temperatures = None
+
+    def _logps_at_trainer_temperature(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **extra: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """TRL's values at the trainer's temperature, computed per padding bucket and token
+        chunk (``forward_in_buckets``) with the chunked LM head (``pairrl.train.chunked_logps``):
+        one process, text only.
 
         With several processes or an MoE aux loss it is TRL's own method: the chunk count
         can differ between processes, and ZeRO-3 / FSDP gather weights collectively inside
@@ -362,6 +343,8 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         (``parent``) fused head."""
         unwrapped = self.accelerator.unwrap_model(model)
         chunked = chunked and plain_lm_head(unwrapped) is not None
+        # fixed now: a chunk recomputed in the backward runs after the temperature is restored
+        temperature = self.temperature
 
         def forward(ids: torch.Tensor, mask: torch.Tensor) -> tuple[Any, Any]:
             if chunked and ids.size(1) > logits_to_keep:
@@ -371,19 +354,20 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
                         ids,
                         mask,
                         logits_to_keep,
-                        temperature=self.temperature,
+                        temperature=temperature,
                         chunk_tokens=self.loss.logits_chunk_tokens,
                         compute_entropy=compute_entropy,
                         fp32_head=bool(getattr(self.args, "cast_lm_head_to_fp32", False)),
                     )
-            logps, entropies, _ = parent(
-                model,
-                ids,
-                mask,
-                logits_to_keep,
-                batch_size=batch_size,
-                compute_entropy=compute_entropy,
-            )
+            with trainer_temperature(self, temperature):
+                logps, entropies, _ = parent(
+                    model,
+                    ids,
+                    mask,
+                    logits_to_keep,
+                    batch_size=batch_size,
+                    compute_entropy=compute_entropy,
+                )
             return logps, entropies
 
         return forward

@@ -1,0 +1,248 @@
+"""Each sample scored at the temperature it was drawn at (``pairrl.train.row_temperatures``
+and ``PairRLTrainer._get_per_token_logps_and_entropies``), on a hand-built batch of the tiny
+model: solutions drawn at 1.0 (the trainer's temperature), judgements at 0.4.
+
+The reference is written out here: ``log_softmax(logits / T_row)`` at each completion
+token, from one plain forward of the whole batch. The trainer's path differs in what is
+computed where (padding buckets, row chunks recomputed in the backward, a chunked head),
+so values agree up to float rounding (1e-5, as in test_chunked_logps.py); a row scored at
+the wrong temperature is off by 0.05 or more here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from contextlib import nullcontext
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from pairrl.config import ConfigError
+from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED
+from pairrl.train.config import LossConfig
+from pairrl.train.row_temperatures import (
+    ROW_TEMPERATURE,
+    check_scorable,
+    row_temperatures,
+    sample_temperatures,
+    scatter_rows,
+    scoring_temperatures,
+    temperature_groups,
+)
+from pairrl.train.trainer import PairRLTrainer
+
+TEMPERATURES = {SOLUTION: 1.0, JUDGEMENT: 0.4}
+TYPES = [SOLUTION, JUDGEMENT, SOLUTION, JUDGEMENT, JUDGEMENT, SOLUTION]
+PROMPTS = [
+    "Write f(x) = x.",
+    "Judge A and B. " * 6,
+    "Write g.",
+    "Judge these. " * 9,
+    "Rate A.",
+    "f",
+]
+LENGTHS = [3, 5, 2, 4, 6, 1]
+ADVANTAGES = [0.5, -1.0, 0.25, 0.75, -0.5, 1.0]
+CHUNKINGS = {
+    "one_forward": LossConfig(max_forward_tokens=None, logits_chunk_tokens=1024),
+    "recomputed_row_chunks": LossConfig(max_forward_tokens=40, logits_chunk_tokens=3),
+}
+VALUES = {"rtol": 0.0, "atol": 1e-5}
+# gradients of the summed log-probs reach ~5 here and differ by at most ~5e-7 of a
+# parameter's largest gradient on this model: 1e-5 of it leaves a 20x margin
+GRADIENT_SHARE = 1e-5
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir: Path) -> Any:
+    from pairrl.tiny_model import load_tiny_model
+
+    model, _ = load_tiny_model(tiny_model_dir)
+    return model.train()
+
+
+@pytest.fixture(scope="module")
+def batch(tiny_model_dir: Path) -> dict[str, torch.Tensor]:
+    """Left-padded prompts, right-padded completions, as TRL's batch holds them."""
+    from pairrl.tiny_model import load_tiny_model
+
+    _, tokenizer = load_tiny_model(tiny_model_dir)
+    pad = tokenizer.pad_token_id
+    prompts = [tokenizer(p)["input_ids"] for p in PROMPTS]
+    width, keep = max(map(len, prompts)), max(LENGTHS)
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for prompt, n in zip(prompts, LENGTHS, strict=True):
+        completion = torch.randint(10, 200, (n,), generator=gen).tolist() + [pad] * (keep - n)
+        lead = width - len(prompt)
+        rows.append(([pad] * lead + prompt, [0] * lead + [1] * len(prompt), completion, n))
+    completion_mask = torch.tensor([[1] * n + [0] * (keep - n) for *_, n in rows])
+    return {
+        "prompt_ids": torch.tensor([r[0] for r in rows]),
+        "prompt_mask": torch.tensor([r[1] for r in rows]),
+        "completion_ids": torch.tensor([r[2] for r in rows]),
+        "completion_mask": completion_mask,
+        "advantages": torch.tensor(ADVANTAGES),
+        "num_items_in_batch": completion_mask.sum().float(),
+        ROW_TEMPERATURE: torch.tensor([TEMPERATURES[t] for t in TYPES]),
+    }
+
+
+def _ids_and_mask(batch: dict) -> tuple[torch.Tensor, torch.Tensor, int]:
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+    return ids, mask, batch["completion_ids"].size(1)
+
+
+def _by_hand(model: Any, batch: dict, temperatures: torch.Tensor) -> torch.Tensor:
+    """log_softmax(logits / T_row) of each completion token; 0 on padding."""
+    ids, mask, keep = _ids_and_mask(batch)
+    logits = model(input_ids=ids, attention_mask=mask).logits[:, -keep - 1 : -1]
+    logps = torch.log_softmax(logits.float() / temperatures[:, None, None], dim=-1)
+    logps = logps.gather(-1, ids[:, -keep:, None]).squeeze(-1)
+    return logps * batch["completion_mask"]
+
+
+def _trainer(loss: LossConfig, temperatures: dict[str, float] | None = TEMPERATURES) -> Any:
+    """A one-process trainer with what TRL's loss and the log-prob override read; the
+    rollout's records give the rows' sample types."""
+    trainer = object.__new__(PairRLTrainer)
+    trainer.loss, trainer.temperature = loss, TEMPERATURES[SOLUTION]
+    trainer.sample_temperatures = temperatures
+    trainer.pairrl_rollout = SimpleNamespace(
+        records=[SimpleNamespace(sample_type=t) for t in TYPES]
+    )
+    trainer.loss_type, trainer.beta = "dapo", 0.0
+    trainer.epsilon_low, trainer.epsilon_high = 0.2, 0.28
+    trainer.importance_sampling_level = "token"
+    trainer.top_entropy_quantile, trainer.off_policy_mask_threshold = 1.0, None
+    trainer.aux_loss_enabled = trainer.use_vllm = trainer.use_adaptive_entropy = False
+    trainer._entropy_bonus_enabled, trainer.entropy_coef = False, 0.0
+    trainer.args = SimpleNamespace(delta=None, steps_per_generation=1, cast_lm_head_to_fp32=False)
+    trainer.current_gradient_accumulation_steps = 1
+    trainer.model = SimpleNamespace(training=True)
+    trainer.accelerator = SimpleNamespace(
+        num_processes=1,
+        is_main_process=True,
+        distributed_type="NO",
+        autocast=nullcontext,
+        unwrap_model=lambda m: m,
+        gather=lambda x: x,
+        reduce=lambda x, reduction: x,
+        sync_gradients=True,
+    )
+    trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+    return trainer
+
+
+def _trainer_logps(trainer: Any, model: Any, batch: dict) -> torch.Tensor:
+    ids, mask, keep = _ids_and_mask(batch)
+    logps, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, mask, keep)
+    return logps
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+def test_each_rollout_row_is_scored_at_the_temperature_it_was_drawn_at(
+    model: Any, batch: dict, chunking: str
+) -> None:
+    """As TRL scores the rollout's rows (old or reference log-probs): types from the records."""
+    real = batch["completion_mask"].bool()
+    with torch.no_grad():
+        got = _trainer_logps(_trainer(CHUNKINGS[chunking]), model, batch)
+        expected = _by_hand(model, batch, batch[ROW_TEMPERATURE])
+        at_trainer_temperature = _by_hand(model, batch, torch.ones(len(TYPES)))
+    torch.testing.assert_close(got[real], expected[real], **VALUES)
+    assert not got[~real].any()
+    judged = torch.tensor([t == JUDGEMENT for t in TYPES])[:, None] & real
+    assert (at_trainer_temperature - expected)[judged].abs().max() > 0.05  # the test can fail
+    torch.testing.assert_close(got[~judged & real], at_trainer_temperature[~judged & real])
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+def test_gradients_are_those_of_each_rows_own_temperature(
+    model: Any, batch: dict, chunking: str
+) -> None:
+    """Recomputed row chunks run in the backward, after the temperature is restored: they
+    must still use their rows' temperature. Scored at the trainer's temperature instead,
+    the gradients are off by far more than the tolerance."""
+    real = batch["completion_mask"].bool()
+
+    def grads(logps: torch.Tensor) -> dict[str, torch.Tensor]:
+        model.zero_grad(set_to_none=True)
+        logps[real].sum().backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    trainer = _trainer(CHUNKINGS[chunking])
+    trainer._loss_temperatures = batch[ROW_TEMPERATURE]  # as compute_loss sets it
+    ours = grads(_trainer_logps(trainer, model, batch))
+    expected = grads(_by_hand(model, batch, batch[ROW_TEMPERATURE]))
+    wrong = grads(_by_hand(model, batch, torch.ones(len(TYPES))))
+    assert ours.keys() == expected.keys()
+    for name, grad in ours.items():
+        atol = GRADIENT_SHARE * float(expected[name].abs().max())
+        torch.testing.assert_close(grad, expected[name], rtol=0.0, atol=atol, msg=name)
+    assert max(float((wrong[n] - expected[n]).abs().max()) for n in ours) > 0.1
+
+
+def test_the_loss_scores_the_micro_batch_at_its_rows_temperatures(model: Any, batch: dict) -> None:
+    """With old log-probs equal to the rows' own-temperature log-probs every ratio is 1, so
+    TRL's DAPO loss is -sum(A_i * n_i) / sum(n_i) = -(1.5 - 5 + 0.5 + 3 - 3 + 1) / 21 = 2/21.
+    The rows are given shuffled (as TRL's micro-batches are), so only the batch's own
+    column, not the rollout's order, gives each row its temperature."""
+    order = torch.tensor([3, 0, 5, 1, 4, 2])
+    part = {k: v[order] if v.dim() else v for k, v in batch.items()}
+    with torch.no_grad():
+        part["old_per_token_logps"] = _by_hand(model, part, part[ROW_TEMPERATURE])
+    loss = _trainer(CHUNKINGS["one_forward"]).compute_loss(model, part)
+    assert loss.item() == pytest.approx(2 / 21, abs=1e-6)
+    without = {k: v for k, v in part.items() if k != ROW_TEMPERATURE}
+    with pytest.raises(RuntimeError, match="no 'pairrl_temperature' column"):
+        _trainer(CHUNKINGS["one_forward"]).compute_loss(model, without)
+    assert _trainer(LossConfig(), None).compute_loss(model, without).item() != pytest.approx(
+        2 / 21, abs=1e-3
+    )  # scored at the trainer's temperature, the judgements' ratios are not 1
+
+
+def test_grouping_and_scattering_rows() -> None:
+    temperatures = torch.tensor([1.0, 0.4, 1.0, 0.4, 0.4, 1.0])
+    groups = temperature_groups(temperatures)
+    assert [t for t, _ in groups] == pytest.approx([0.4, 1.0])
+    assert [rows.tolist() for _, rows in groups] == [[1, 3, 4], [0, 2, 5]]
+    parts = [(rows, rows.float() * 10) for _, rows in groups]
+    assert scatter_rows(parts, 6).tolist() == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
+    with pytest.raises(ValueError, match="not each of 6 once"):
+        scatter_rows(parts[:1], 6)
+    with pytest.raises(ValueError, match="not each of 3 once"):
+        scatter_rows([(torch.tensor([0, 0, 1]), torch.zeros(3))], 3)
+
+
+def test_row_temperatures_from_the_config_and_when_none_are_needed() -> None:
+    assert sample_temperatures(0.6, 0.6) is None
+    assert sample_temperatures(1.0, 0.4) == {**TEMPERATURES, NO_PAIR: 1.0, UNLABELLED: 1.0}
+    assert row_temperatures(TYPES[:3], TEMPERATURES) == [1.0, 0.4, 1.0]
+    with pytest.raises(ValueError, match="filler"):
+        row_temperatures(["filler"], TEMPERATURES)
+    # every row at the trainer's temperature (a GRPO batch): scored as one, as TRL does
+    assert scoring_temperatures([SOLUTION] * 4, TEMPERATURES, 4, 1.0) is None
+    assert scoring_temperatures(TYPES, TEMPERATURES, 6, 1.0).tolist() == pytest.approx(
+        [1.0, 0.4, 1.0, 0.4, 0.4, 1.0]
+    )
+    with pytest.raises(RuntimeError, match="6 sampling temperatures for 4 rows"):
+        scoring_temperatures(TYPES, TEMPERATURES, 4, 1.0)
+
+
+def test_two_temperatures_are_refused_under_zero3_and_fsdp() -> None:
+    def trainer(stage: int | None, fsdp: bool = False) -> Any:
+        plugin = None if stage is None else SimpleNamespace(zero_stage=stage)
+        state = SimpleNamespace(deepspeed_plugin=plugin)
+        return SimpleNamespace(accelerator=SimpleNamespace(state=state), is_fsdp_enabled=fsdp)
+
+    check_scorable(trainer(None), TEMPERATURES)
+    check_scorable(trainer(2), TEMPERATURES)
+    check_scorable(trainer(3), None)
+    for refused in (trainer(3), trainer(None, fsdp=True)):
+        with pytest.raises(ConfigError, match=r"\(0.4\) differs .* \(1.0\).*make them equal"):
+            check_scorable(refused, TEMPERATURES)

@@ -25,12 +25,11 @@ from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED
 from pairrl.train.config import LossConfig
 from pairrl.train.row_temperatures import (
     ROW_TEMPERATURE,
+    bias_free_head,
     check_scorable,
     row_temperatures,
     sample_temperatures,
-    scatter_rows,
     scoring_temperatures,
-    temperature_groups,
 )
 from pairrl.train.trainer import PairRLTrainer
 
@@ -106,7 +105,12 @@ def _by_hand(model: Any, batch: dict, temperatures: torch.Tensor) -> torch.Tenso
     return logps * batch["completion_mask"]
 
 
-def _trainer(loss: LossConfig, temperatures: dict[str, float] | None = TEMPERATURES) -> Any:
+def _trainer(
+    loss: LossConfig,
+    temperatures: dict[str, float] | None = TEMPERATURES,
+    processes: int = 1,
+    distributed: str = "NO",
+) -> Any:
     """A one-process trainer with what TRL's loss and the log-prob override read; the
     rollout's records give the rows' sample types."""
     trainer = object.__new__(PairRLTrainer)
@@ -125,9 +129,9 @@ def _trainer(loss: LossConfig, temperatures: dict[str, float] | None = TEMPERATU
     trainer.current_gradient_accumulation_steps = 1
     trainer.model = SimpleNamespace(training=True)
     trainer.accelerator = SimpleNamespace(
-        num_processes=1,
+        num_processes=processes,
         is_main_process=True,
-        distributed_type="NO",
+        distributed_type=distributed,
         autocast=nullcontext,
         unwrap_model=lambda m: m,
         gather=lambda x: x,
@@ -165,9 +169,9 @@ def test_each_rollout_row_is_scored_at_the_temperature_it_was_drawn_at(
 def test_gradients_are_those_of_each_rows_own_temperature(
     model: Any, batch: dict, chunking: str
 ) -> None:
-    """Recomputed row chunks run in the backward, after the temperature is restored: they
-    must still use their rows' temperature. Scored at the trainer's temperature instead,
-    the gradients are off by far more than the tolerance."""
+    """Row chunks recomputed in the backward must get their rows' temperatures again.
+    Scored at the trainer's temperature instead, the gradients are off by far more than
+    the tolerance."""
     real = batch["completion_mask"].bool()
 
     def grads(logps: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -206,19 +210,6 @@ def test_the_loss_scores_the_micro_batch_at_its_rows_temperatures(model: Any, ba
     )  # scored at the trainer's temperature, the judgements' ratios are not 1
 
 
-def test_grouping_and_scattering_rows() -> None:
-    temperatures = torch.tensor([1.0, 0.4, 1.0, 0.4, 0.4, 1.0])
-    groups = temperature_groups(temperatures)
-    assert [t for t, _ in groups] == pytest.approx([0.4, 1.0])
-    assert [rows.tolist() for _, rows in groups] == [[1, 3, 4], [0, 2, 5]]
-    parts = [(rows, rows.float() * 10) for _, rows in groups]
-    assert scatter_rows(parts, 6).tolist() == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
-    with pytest.raises(ValueError, match="not each of 6 once"):
-        scatter_rows(parts[:1], 6)
-    with pytest.raises(ValueError, match="not each of 3 once"):
-        scatter_rows([(torch.tensor([0, 0, 1]), torch.zeros(3))], 3)
-
-
 def test_row_temperatures_from_the_config_and_when_none_are_needed() -> None:
     assert sample_temperatures(0.6, 0.6) is None
     assert sample_temperatures(1.0, 0.4) == {**TEMPERATURES, NO_PAIR: 1.0, UNLABELLED: 1.0}
@@ -234,15 +225,20 @@ def test_row_temperatures_from_the_config_and_when_none_are_needed() -> None:
         scoring_temperatures(TYPES, TEMPERATURES, 4, 1.0)
 
 
-def test_two_temperatures_are_refused_under_zero3_and_fsdp() -> None:
-    def trainer(stage: int | None, fsdp: bool = False) -> Any:
-        plugin = None if stage is None else SimpleNamespace(zero_stage=stage)
-        state = SimpleNamespace(deepspeed_plugin=plugin)
-        return SimpleNamespace(accelerator=SimpleNamespace(state=state), is_fsdp_enabled=fsdp)
-
-    check_scorable(trainer(None), TEMPERATURES)
-    check_scorable(trainer(2), TEMPERATURES)
-    check_scorable(trainer(3), None)
-    for refused in (trainer(3), trainer(None, fsdp=True)):
-        with pytest.raises(ConfigError, match=r"\(0.4\) differs .* \(1.0\).*make them equal"):
-            check_scorable(refused, TEMPERATURES)
+def test_two_temperatures_are_refused_without_the_chunked_head(model: Any) -> None:
+    """Several processes, DeepSpeed or FSDP (no chunked head) or a head with a bias: TRL's
+    fused head would score every row at the trainer's temperature."""
+    check_scorable(TEMPERATURES, bias_free_head(model))
+    check_scorable(None, None)
+    with pytest.raises(ConfigError, match=r"\(0.4\) differs .* \(1.0\).*make the two equal"):
+        check_scorable(TEMPERATURES, None)
+    for trainer in (
+        _trainer(CHUNKINGS["one_forward"], processes=2),
+        _trainer(CHUNKINGS["one_forward"], distributed="DEEPSPEED"),
+    ):
+        assert trainer._chunked_head(model) is None
+    biased = SimpleNamespace(
+        get_output_embeddings=lambda: torch.nn.Linear(4, 8, bias=True), config=model.config
+    )
+    assert bias_free_head(biased) is None
+    assert bias_free_head(model) is model.get_output_embeddings()

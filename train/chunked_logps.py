@@ -115,9 +115,12 @@ def completion_logps(
     chunk_tokens: int,
     compute_entropy: bool,
     fp32_head: bool = False,
+    row_temperatures: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Per-token log-probs (and entropies) of the last ``logits_to_keep`` tokens of each row,
     shape (rows, logits_to_keep), 0 where ``attention_mask`` is 0 (as TRL's fused head).
+    ``row_temperatures`` (one per row) replaces ``temperature``: a head without a bias
+    gives ``head(s) / T = head(s / T)``, so rows of any temperature share each head call.
 
     ``model`` must have a ``plain_lm_head``; ``input_ids`` must be wider than
     ``logits_to_keep`` (a prompt token predicts the first completion token).
@@ -131,6 +134,11 @@ def completion_logps(
     states = hidden[:, -logits_to_keep - 1 : -1][keep]
     targets = input_ids[:, -logits_to_keep:][keep]
     head = lm.get_output_embeddings()
+    if row_temperatures is not None:
+        if head.bias is not None:
+            raise ValueError("per-row temperatures need an LM head without a bias")
+        per_token = row_temperatures.to(states.dtype)[:, None].expand(keep.shape)[keep]
+        states, temperature = states / per_token[:, None], 1.0
     logps, entropy = head_logps(
         states, targets, head, temperature, chunk_tokens, compute_entropy, fp32_head
     )

@@ -95,15 +95,17 @@ def right_padded_buckets(batch: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def forward_in_buckets(
-    forward: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]],
+    forward: Callable[..., tuple[torch.Tensor, torch.Tensor | None]],
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     logits_to_keep: int,
     max_tokens: int | None = None,
     recompute: bool = False,
+    row_values: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``forward(input_ids, attention_mask)`` per padding bucket and token chunk, results in
-    the input order.
+    the input order; with ``row_values`` (one per row), ``forward(ids, mask, values)`` gets
+    its chunk's rows' values too.
 
     Prompts are left-padded to the batch's widest one, so a batch mixing short solution
     prompts with long judgement prompts pays the long width on every row. Each bucket drops
@@ -117,12 +119,13 @@ def forward_in_buckets(
     chunk's, for one more forward of those chunks.
     """
     pieces = _row_pieces(attention_mask, logits_to_keep, max_tokens)
+    extra = () if row_values is None else (row_values,)
     if len(pieces) == 1 and pieces[0][1] == 0:
-        return forward(input_ids, attention_mask)
+        return forward(input_ids, attention_mask, *extra)
     logps, entropies, order = [], [], []
     for i, (rows, trim) in enumerate(pieces):
         index = torch.tensor(rows, device=input_ids.device)
-        args = (input_ids[index, trim:], attention_mask[index, trim:])
+        args = (input_ids[index, trim:], attention_mask[index, trim:], *(v[index] for v in extra))
         if recompute and i < len(pieces) - 1:
             lp, ent = checkpoint(forward, *args, use_reentrant=False)
         else:

@@ -38,9 +38,9 @@ last recomputed in the backward, so that the model body's activations (about 1.5
 token for SmolLM2-135M in float32) are held for one chunk at a time; and only the positions
 that predict a completion token go through the LM head, in chunks of
 ``loss.logits_chunk_tokens`` (``pairrl.train.chunked_logps``), so no full-vocabulary row is
-kept per token. Each row is scored at the temperature it was sampled at, the rows of one
-temperature at a time (``pairrl.train.row_temperatures``): TRL scores every row at the
-solution temperature, while judgements may be drawn at another. The third
+kept per token. Each row is scored at the temperature it was sampled at, its hidden states
+divided by it before the head (``pairrl.train.row_temperatures``): TRL scores every row at
+the solution temperature, while judgements may be drawn at another. The third
 (``compute_loss``) hands the micro-batch's row temperatures to the second. Everything else
 (loss, clipping, optimiser, checkpoints, vLLM weight sync, logging) is TRL's and
 transformers' own.
@@ -77,12 +77,10 @@ from pairrl.train.padding import forward_in_buckets
 from pairrl.train.resume import PassSeededSampler
 from pairrl.train.row_temperatures import (
     ROW_TEMPERATURE,
+    bias_free_head,
     check_scorable,
     row_temperatures,
-    scatter_rows,
     scoring_temperatures,
-    temperature_groups,
-    trainer_temperature,
 )
 
 __all__ = [
@@ -136,7 +134,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         self.pairrl_rollout = pairrl_rollout
         self.advantage, self.loss = advantage, loss
         self.sample_temperatures = sample_temperatures
-        check_scorable(self, sample_temperatures)
+        check_scorable(sample_temperatures, self._chunked_head(self.model))
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         """TRL's sampler, its shuffle for pass p the same after a resume (``PassSeededSampler``)."""
@@ -209,41 +207,36 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         compute_aux_loss: bool = False,
         **extra: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """TRL's values, each row at the temperature it was drawn at: the rows of one
-        temperature at a time, with the trainer's temperature set to it
-        (``pairrl.train.row_temperatures``); at one temperature, all rows at once."""
+        """TRL's values, each row at the temperature it was drawn at
+        (``pairrl.train.row_temperatures``): rows of two temperatures go through the chunked
+        LM head together, each row's hidden states divided by its temperature."""
         temperatures = self._scoring_temperatures(input_ids.size(0))
-        if temperatures is None:
-            return self._logps_at_trainer_temperature(
-                model,
-                input_ids,
-                attention_mask,
-                logits_to_keep,
-                batch_size=batch_size,
-                compute_entropy=compute_entropy,
-                compute_aux_loss=compute_aux_loss,
-                **extra,
-            )
-        if compute_aux_loss or any(v is not None for v in extra.values()):
-            raise NotImplementedError(
-                "scoring rows at two temperatures is for text-only models without an MoE aux "
-                "loss: set sampling.judgement.temperature to sampling.solution.temperature"
-            )
-        logps, entropies = [], []
-        for temperature, rows in temperature_groups(temperatures.to(input_ids.device)):
-            with trainer_temperature(self, temperature):
-                lp, ent, _ = self._logps_at_trainer_temperature(
-                    model,
-                    input_ids[rows],
-                    attention_mask[rows],
-                    logits_to_keep,
-                    batch_size=batch_size,
-                    compute_entropy=compute_entropy,
-                )
-            logps.append((rows, lp))
-            entropies.append((rows, ent))
-        n = input_ids.size(0)
-        return scatter_rows(logps, n), scatter_rows(entropies, n) if compute_entropy else None, None
+        if temperatures is not None and (
+            compute_aux_loss
+            or any(v is not None for v in extra.values())
+            or self._chunked_head(model) is None
+        ):  # refused when the trainer was built (check_scorable)
+            raise RuntimeError("rows at two temperatures need the chunked LM head")
+        return self._logps(
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            batch_size=batch_size,
+            compute_entropy=compute_entropy,
+            compute_aux_loss=compute_aux_loss,
+            row_temperatures=None if temperatures is None else temperatures.to(input_ids.device),
+            **extra,
+        )
+
+    def _chunked_head(self, model: Any) -> torch.nn.Linear | None:
+        """The LM head the chunked path reads directly (one process, no DeepSpeed or FSDP:
+        their hooks gather weights inside module forwards, which a direct read of the head's
+        weight does not go through), when it has no bias; else None."""
+        plain = getattr(self.accelerator, "distributed_type", "NO") == "NO"
+        if self.accelerator.num_processes > 1 or not plain:
+            return None
+        return bias_free_head(self.accelerator.unwrap_model(model))
 
     def _scoring_temperatures(self, rows: int) -> torch.Tensor | None:
         """The ``rows`` rows' sampling temperatures, or None when all are the trainer's:
@@ -270,7 +263,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         finally:
             self._loss_temperatures = None
 
-    def _logps_at_trainer_temperature(
+    def _logps(
         self,
         model: Any,
         input_ids: torch.Tensor,
@@ -279,10 +272,12 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         batch_size: int | None = None,
         compute_entropy: bool = False,
         compute_aux_loss: bool = False,
+        row_temperatures: torch.Tensor | None = None,
         **extra: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """TRL's values at the trainer's temperature, computed per padding bucket and token
-        chunk (``forward_in_buckets``) with the chunked LM head (``pairrl.train.chunked_logps``):
+        """TRL's values at the trainer's temperature (or at ``row_temperatures``, on the
+        chunked head only), computed per padding bucket and token chunk
+        (``forward_in_buckets``) with the chunked LM head (``pairrl.train.chunked_logps``):
         one process, text only.
 
         With several processes or an MoE aux loss it is TRL's own method: the chunk count
@@ -326,6 +321,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             recompute=plain
             and torch.is_grad_enabled()
             and not getattr(lm, "is_gradient_checkpointing", False),
+            row_values=row_temperatures,
         )
         return logps, entropies, None
 
@@ -337,16 +333,16 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         batch_size: int | None,
         compute_entropy: bool,
         chunked: bool,
-    ) -> Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]:
+    ) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
         """One chunk's (log-probs, entropies): with ``chunked``, the chunked LM head when the
         model has a plain one and the chunk is wider than the completion; else TRL's
         (``parent``) fused head."""
         unwrapped = self.accelerator.unwrap_model(model)
         chunked = chunked and plain_lm_head(unwrapped) is not None
-        # fixed now: a chunk recomputed in the backward runs after the temperature is restored
-        temperature = self.temperature
 
-        def forward(ids: torch.Tensor, mask: torch.Tensor) -> tuple[Any, Any]:
+        def forward(
+            ids: torch.Tensor, mask: torch.Tensor, temperatures: torch.Tensor | None = None
+        ) -> tuple[Any, Any]:
             if chunked and ids.size(1) > logits_to_keep:
                 with self.accelerator.autocast():
                     return completion_logps(
@@ -354,20 +350,22 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
                         ids,
                         mask,
                         logits_to_keep,
-                        temperature=temperature,
+                        temperature=self.temperature,
                         chunk_tokens=self.loss.logits_chunk_tokens,
                         compute_entropy=compute_entropy,
                         fp32_head=bool(getattr(self.args, "cast_lm_head_to_fp32", False)),
+                        row_temperatures=temperatures,
                     )
-            with trainer_temperature(self, temperature):
-                logps, entropies, _ = parent(
-                    model,
-                    ids,
-                    mask,
-                    logits_to_keep,
-                    batch_size=batch_size,
-                    compute_entropy=compute_entropy,
-                )
+            if temperatures is not None:  # every TRL prompt has a token: not reached
+                raise RuntimeError("per-row temperatures need a prompt column in every chunk")
+            logps, entropies, _ = parent(
+                model,
+                ids,
+                mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+            )
             return logps, entropies
 
         return forward

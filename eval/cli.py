@@ -95,7 +95,6 @@ def run_cmd(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
     """Run the benchmark (sample or load, label, select, gate, report)."""
-    from pairrl.cpu_floats import flush_denormals
     from pairrl.eval.runner import run_eval
 
     cfg = _build_config(
@@ -113,7 +112,6 @@ def run_cmd(
         shard,
         overrides,
     )
-    flush_denormals()  # as in `pairrl train`, whose benchmark runs give the same records
     with _input_errors():
         outcome = run_eval(cfg, show_progress=progress)
     _print_outcome(outcome)

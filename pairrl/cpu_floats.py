@@ -1,4 +1,4 @@
-"""Denormal floats flushed to zero on CPU, for every pairrl process that trains or evaluates.
+"""Denormal floats flushed to zero while a one-thread CPU training runs.
 
 A policy that has become confident, scored at a temperature below 1 (the main job's judge:
 0.4), has next-token probabilities below float32's smallest normal number (1.2e-38) at most
@@ -6,23 +6,33 @@ positions; the log-softmax backward then computes with denormal numbers, which x
 handle in microcode, many times slower than normal ones. In the main job this made every
 step whose rows all scored the same (no gradient, a confident judge) take 2.2 s of update
 instead of 0.6 s (docs/experiments.md). Flushed to zero, those values are 0 instead of
-below 1.2e-38: no result that a float32 can tell from another changes, except in the last
-bits of sums that would have included them. ``benchmarks/denormals.py`` measures the
-difference side by side.
+below 1.2e-38. ``benchmarks/denormals.py`` measures the difference side by side.
 
-The mode belongs to each thread; threads started later (torch's intra-op pool) inherit
-it, so it is set before the first tensor operation: by ``pairrl train``, ``pairrl eval``
-and the main job's second process.
+The mode belongs to each thread, and torch's intra-op threads keep the mode they were
+started with: with several threads, some would flush and others not, and which rows land
+on which thread can follow timing, so a seed's numbers could too. So the mode is set only
+when training runs on one thread (the main job's thread plan gives each training one),
+and only for the training: the benchmark runs after it compute as a separate
+``pairrl eval`` does.
 """
 
 from __future__ import annotations
 
-__all__ = ["flush_denormals"]
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["denormals_flushed"]
 
 
-def flush_denormals() -> bool:
-    """Flush denormal floats to zero on this thread and those it starts; False where the
-    CPU cannot (then nothing changes)."""
+@contextmanager
+def denormals_flushed() -> Iterator[bool]:
+    """Flush denormal floats to zero inside when torch runs on one thread (and the CPU can);
+    yields whether it does. The mode is off again on exit."""
     import torch
 
-    return bool(torch.set_flush_denormal(True))
+    flushed = torch.get_num_threads() == 1 and bool(torch.set_flush_denormal(True))
+    try:
+        yield flushed
+    finally:
+        if flushed:
+            torch.set_flush_denormal(False)

@@ -83,16 +83,13 @@ def train_cmd(
 def _train(cfg: TrainConfig, plan: RunPlan, resume: bool) -> dict[str, Any]:
     """The run (``pairrl.train.run``), with glibc's memory reuse set before any tensor:
     training steps change their tensors' sizes every step, and glibc's defaults would map
-    and fault in fresh pages each time (``pairrl.memory`` says why); and denormal floats
-    flushed to zero (``pairrl.cpu_floats``)."""
+    and fault in fresh pages each time (``pairrl.memory`` says why)."""
     from pairrl.config import ConfigError
-    from pairrl.cpu_floats import flush_denormals
     from pairrl.errors import InputError
     from pairrl.memory import reuse_freed_memory
     from pairrl.train.run import run_training
 
     reuse_freed_memory()
-    flush_denormals()
     try:
         return run_training(cfg, plan, resume=resume)
     except (ConfigError, InputError) as err:  # InputError: a dataset's row or column

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pairrl.config import ConfigError
+from pairrl.cpu_floats import denormals_flushed
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
 from pairrl.train.checkpoints import checkpoint_folders
@@ -235,7 +236,8 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
         trainer = training.trainer
         started = time.perf_counter()
         try:
-            trainer.train(resume_from_checkpoint=setup.checkpoint)
+            with denormals_flushed():  # on one thread only (pairrl.cpu_floats says why)
+                trainer.train(resume_from_checkpoint=setup.checkpoint)
         finally:
             training.executor.close()
         wall = time.perf_counter() - started

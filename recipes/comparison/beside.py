@@ -207,12 +207,10 @@ def _report_failure(future: Future[Any]) -> None:
 def _start_lane(link: Any, threads: int, quiet: bool) -> None:
     """The second process's start: its bars and prints on the main display (attached
     first, so that the libraries' log handlers write to the forwarded streams), its share
-    of the threads, glibc's memory reuse and flushed denormals as in ``pairrl train``."""
-    from pairrl.cpu_floats import flush_denormals
+    of the threads, glibc's memory reuse as in ``pairrl train``."""
     from pairrl.memory import reuse_freed_memory
 
     reuse_freed_memory()
-    flush_denormals()
     if link is not None:
         from pairrl.progress import attach
 

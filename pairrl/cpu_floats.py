@@ -28,8 +28,13 @@ __all__ = ["denormals_flushed"]
 def denormals_flushed() -> Iterator[bool]:
     """Flush denormal floats to zero inside when torch runs on one thread (and the CPU can);
     yields whether it does. The mode is off again on exit."""
+    import numpy as np
     import torch
 
+    for dtype in (np.float16, np.float32, np.float64):
+        # numpy measures (and caches) each type's limits when first asked; measured with
+        # denormals flushed, it warns that the smallest subnormal is zero
+        str(np.finfo(dtype))
     flushed = torch.get_num_threads() == 1 and bool(torch.set_flush_denormal(True))
     try:
         yield flushed

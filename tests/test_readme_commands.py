@@ -108,8 +108,6 @@ OMP_NUM_THREADS=1 /usr/bin/time -v .venv/bin/python -m pytest -q -p no:cacheprov
 /usr/bin/time -v .venv/bin/pairrl train configs/smollm2_cpu.yaml --out runs/sa0 | real_model_job
 .venv/bin/python benchmarks/seed_curves.py runs/sa0 runs/sa1 --out docs/smollm2_curves.png | after_real_model_job
 /usr/bin/time -v | prose
-/usr/bin/time -v .venv/bin/pairrl train configs/toy_cpu.yaml --out runs/new/m0 --set seed=0 --set model.path=runs/new/model-m0 | main_job
-pairrl train | prose
 OMP_NUM_THREADS=1 /usr/bin/time -v .venv/bin/python benchmarks/toy_ablation.py --out runs/abl_epyc --seeds 0 1 2 --jobs 3 | ablation
 OMP_NUM_THREADS=1 python benchmarks/selection.py --problems 2000 --seed-offset 10000 | selection_simulation
 python benchmarks/train_overhead.py | step_timing

@@ -17,14 +17,12 @@ more in a log-prob and by ~1e-4 in a gradient.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from contextlib import nullcontext
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
+from trainer_stub import loss_trainer
 from trl import GRPOTrainer
 from trl.trainer.utils import add_fused_lm_head
 
@@ -91,32 +89,8 @@ def batch(tiny_model_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def _trainer(cls: type, loss: LossConfig, entropy_coef: float = 0.0) -> Any:
-    """A trainer with only what TRL's loss and the log-prob override read (one process);
-    ``entropy_coef`` > 0 adds TRL's entropy bonus, so the entropies carry a gradient too."""
-    trainer = object.__new__(cls)
-    trainer.loss = loss
-    trainer.temperature = TEMPERATURE
-    trainer.loss_type, trainer.beta = loss.loss_type, loss.beta
-    trainer.epsilon_low, trainer.epsilon_high = loss.epsilon_low, loss.epsilon_high
-    trainer.importance_sampling_level = "token"
-    trainer.top_entropy_quantile, trainer.off_policy_mask_threshold = 1.0, None
-    trainer.aux_loss_enabled = trainer.use_vllm = trainer.use_adaptive_entropy = False
-    trainer._entropy_bonus_enabled, trainer.entropy_coef = entropy_coef > 0, entropy_coef
-    trainer.args = SimpleNamespace(delta=None, steps_per_generation=1, cast_lm_head_to_fp32=False)
-    trainer.current_gradient_accumulation_steps = 1
-    trainer.model = SimpleNamespace(training=True)
-    trainer.accelerator = SimpleNamespace(
-        num_processes=1,
-        is_main_process=True,
-        distributed_type="NO",
-        autocast=nullcontext,
-        unwrap_model=lambda m: m,
-        gather=lambda x: x,
-        reduce=lambda x, reduction: x,
-        sync_gradients=True,
-    )
-    trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
-    return trainer
+    """A one-process trainer at TEMPERATURE (``trainer_stub.loss_trainer``)."""
+    return loss_trainer(cls, loss, TEMPERATURE, entropy_coef)
 
 
 def _logps(trainer: Any, model: Any, batch: dict[str, torch.Tensor]) -> tuple:

@@ -11,14 +11,13 @@ the wrong temperature is off by 0.05 or more here.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from contextlib import nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
+from trainer_stub import loss_trainer
 
 from pairrl.config import ConfigError
 from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED
@@ -111,34 +110,15 @@ def _trainer(
     processes: int = 1,
     distributed: str = "NO",
 ) -> Any:
-    """A one-process trainer with what TRL's loss and the log-prob override read; the
-    rollout's records give the rows' sample types."""
-    trainer = object.__new__(PairRLTrainer)
-    trainer.loss, trainer.temperature = loss, TEMPERATURES[SOLUTION]
+    """A trainer at the solution temperature (``trainer_stub.loss_trainer``); the rollout's
+    records give the rows' sample types."""
+    trainer = loss_trainer(
+        PairRLTrainer, loss, TEMPERATURES[SOLUTION], processes=processes, distributed=distributed
+    )
     trainer.sample_temperatures = temperatures
     trainer.pairrl_rollout = SimpleNamespace(
         records=[SimpleNamespace(sample_type=t) for t in TYPES]
     )
-    trainer.loss_type, trainer.beta = "dapo", 0.0
-    trainer.epsilon_low, trainer.epsilon_high = 0.2, 0.28
-    trainer.importance_sampling_level = "token"
-    trainer.top_entropy_quantile, trainer.off_policy_mask_threshold = 1.0, None
-    trainer.aux_loss_enabled = trainer.use_vllm = trainer.use_adaptive_entropy = False
-    trainer._entropy_bonus_enabled, trainer.entropy_coef = False, 0.0
-    trainer.args = SimpleNamespace(delta=None, steps_per_generation=1, cast_lm_head_to_fp32=False)
-    trainer.current_gradient_accumulation_steps = 1
-    trainer.model = SimpleNamespace(training=True)
-    trainer.accelerator = SimpleNamespace(
-        num_processes=processes,
-        is_main_process=True,
-        distributed_type=distributed,
-        autocast=nullcontext,
-        unwrap_model=lambda m: m,
-        gather=lambda x: x,
-        reduce=lambda x, reduction: x,
-        sync_gradients=True,
-    )
-    trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
     return trainer
 
 

@@ -196,39 +196,6 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             metrics["vllm/sync_max_abs_logprob_diff"].append(check["max_abs_diff"])
             metrics["vllm/sync_probe_mean_logprob"].append(check["mean_logprob"])
 
-    def _get_per_token_logps_and_entropies(
-        self,
-        model: Any,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        logits_to_keep: int,
-        batch_size: int | None = None,
-        compute_entropy: bool = False,
-        compute_aux_loss: bool = False,
-        **extra: Any,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """TRL's values, each row at the temperature it was drawn at
-        (``pairrl.train.row_temperatures``): rows of two temperatures go through the chunked
-        LM head together, each row's hidden states divided by its temperature."""
-        temperatures = self._scoring_temperatures(input_ids.size(0))
-        if temperatures is not None and (
-            compute_aux_loss
-            or any(v is not None for v in extra.values())
-            or self._chunked_head(model) is None
-        ):  # refused when the trainer was built (check_scorable)
-            raise RuntimeError("rows at two temperatures need the chunked LM head")
-        return self._logps(
-            model,
-            input_ids,
-            attention_mask,
-            logits_to_keep,
-            batch_size=batch_size,
-            compute_entropy=compute_entropy,
-            compute_aux_loss=compute_aux_loss,
-            row_temperatures=None if temperatures is None else temperatures.to(input_ids.device),
-            **extra,
-        )
-
     def _chunked_head(self, model: Any) -> torch.nn.Linear | None:
         """The LM head the chunked path reads directly (one process, no DeepSpeed or FSDP:
         their hooks gather weights inside module forwards, which a direct read of the head's
@@ -263,7 +230,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         finally:
             self._loss_temperatures = None
 
-    def _logps(
+    def _get_per_token_logps_and_entropies(
         self,
         model: Any,
         input_ids: torch.Tensor,
@@ -272,13 +239,13 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         batch_size: int | None = None,
         compute_entropy: bool = False,
         compute_aux_loss: bool = False,
-        row_temperatures: torch.Tensor | None = None,
         **extra: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """TRL's values at the trainer's temperature (or at ``row_temperatures``, on the
-        chunked head only), computed per padding bucket and token chunk
-        (``forward_in_buckets``) with the chunked LM head (``pairrl.train.chunked_logps``):
-        one process, text only.
+        """TRL's values, computed per padding bucket and token chunk (``forward_in_buckets``)
+        with the chunked LM head (``pairrl.train.chunked_logps``): one process, text only.
+        Each row at the temperature it was drawn at (``pairrl.train.row_temperatures``):
+        rows of two temperatures go through the chunked head together, each row's hidden
+        states divided by its temperature.
 
         With several processes or an MoE aux loss it is TRL's own method: the chunk count
         can differ between processes, and ZeRO-3 / FSDP gather weights collectively inside
@@ -288,6 +255,13 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         (prompt learning) get TRL's fused head per bucket and chunk instead of the chunked
         one; under DeepSpeed or FSDP no chunk is recomputed.
         """
+        row_temperatures = self._scoring_temperatures(input_ids.size(0))
+        if row_temperatures is not None and (
+            compute_aux_loss
+            or any(v is not None for v in extra.values())
+            or self._chunked_head(model) is None
+        ):  # refused when the trainer was built (check_scorable)
+            raise RuntimeError("rows at two temperatures need the chunked LM head")
         parent = super()._get_per_token_logps_and_entropies
         if (
             self.accelerator.num_processes > 1
@@ -321,7 +295,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             recompute=plain
             and torch.is_grad_enabled()
             and not getattr(lm, "is_gradient_checkpointing", False),
-            row_values=row_temperatures,
+            row_values=None if row_temperatures is None else row_temperatures.to(input_ids.device),
         )
         return logps, entropies, None
 

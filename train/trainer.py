@@ -210,13 +210,10 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         in the loss, the micro-batch's; otherwise TRL is scoring the rollout's rows."""
         if self.sample_temperatures is None:
             return None
-        types = None if self._loss_temperatures is not None else self.pairrl_rollout.records
-        return scoring_temperatures(
-            self._loss_temperatures if types is None else [r.sample_type for r in types],
-            self.sample_temperatures,
-            rows,
-            self.temperature,
-        )
+        found = self._loss_temperatures
+        if found is None:
+            found = [r.sample_type for r in self.pairrl_rollout.records]
+        return scoring_temperatures(found, self.sample_temperatures, rows, self.temperature)
 
     def compute_loss(
         self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **kwargs: Any

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from pairrl.config import PairrlModel
 from pairrl.eval.rsa import RsaConfig, check_rsa
 from pairrl.eval.selectors import NO_JUDGE_SELECTORS
+from pairrl.eval.thinking import ThinkingConfig, check_thinking
 from pairrl.rollout.recipe import RecipeConfig
 from pairrl.rollout.schedule_registry import TOURNAMENT_SELECTORS
 
@@ -36,6 +37,7 @@ __all__ = [
     "SamplingConfig",
     "SelectiveConfig",
     "TasksConfig",
+    "ThinkingConfig",
     "WandbConfig",
     "check_endpoint_url",
 ]
@@ -192,7 +194,11 @@ class JudgeConfig(PairrlModel):
         "rating (or A/B) tokens hold less next-token mass than this",
     )
     thinking_budget: int = Field(
-        256, ge=1, le=65536, description="Thinking tokens for pointwise_think"
+        256,
+        ge=1,
+        le=65536,
+        description="Thinking tokens for pointwise_think, and for the candidates sampled with "
+        "thinking when thinking.enabled (one budget: the comparison is at equal thinking)",
     )
     seed: int = Field(0, ge=0, description="Tournament and judge seed")
     controls: bool = Field(
@@ -393,6 +399,7 @@ class EvalConfig(PairrlModel):
     remote: RemoteConfig = Field(default_factory=RemoteConfig)
     wandb: WandbConfig = Field(default_factory=WandbConfig)
     rsa: RsaConfig = Field(default_factory=RsaConfig)
+    thinking: ThinkingConfig = Field(default_factory=ThinkingConfig)
     bootstrap: int = Field(2000, ge=100, le=100000, description="Bootstrap replicates")
     seed: int = Field(0, ge=0, description="Bootstrap seed")
     shard: str | None = Field(
@@ -409,6 +416,7 @@ class EvalConfig(PairrlModel):
                 "held-out tasks)"
             )
         check_rsa(self.rsa, self.candidates.source, self.candidates.k)
+        check_thinking(self.thinking, self.candidates.source, self.selectors)
         return self
 
     @field_validator("shard")

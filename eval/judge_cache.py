@@ -61,13 +61,21 @@ class Verdict:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "wall_s": self.wall_s,
-            "text": self.text[:4000],
+            "text": _clipped(self.text),
         }
 
     @classmethod
     def from_cache(cls, key: str, value: dict[str, Any]) -> Verdict:
         """Inverse of to_cache."""
         return cls(key=key, **value)
+
+
+def _clipped(text: str, keep: int = 2000) -> str:
+    """``text`` as cached: whole up to 2 x ``keep`` characters, else its head and its tail
+    (where a verdict and the end of thinking are) around a marker."""
+    if len(text) <= 2 * keep:
+        return text
+    return f"{text[:keep]}\n[... {len(text) - 2 * keep} characters not cached ...]\n{text[-keep:]}"
 
 
 @dataclass
@@ -299,7 +307,12 @@ class CachedJudge:
             if usage is None and scored_at is not None:
                 usage = measured(scored_at)
             if usage is not None:
-                return usage.prompt_tokens, usage.completion_tokens
+                completion = usage.completion_tokens
+                if not completion and text:
+                    # the latest request on this prompt scored it (A/B after an answer
+                    # that closed no thinking): the text was written by the one before
+                    completion = self._count(text)
+                return usage.prompt_tokens, completion
         return self._count_prompt(prompt), self._count(text)
 
     def _count_prompt(self, messages: Any) -> int | None:

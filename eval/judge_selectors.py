@@ -37,6 +37,7 @@ from pairrl.eval.tournament_selectors import (
     run_tournaments,
 )
 from pairrl.rollout.judges import pointwise_ranking
+from pairrl.rollout.prompts import THINK_CLOSE
 
 __all__ = ["TOURNAMENT_SELECTORS", "JudgeOutcome", "judge_solution", "run_judge_selectors"]
 
@@ -181,18 +182,19 @@ def _pointwise(
     for (tid, i), v in zip(asks, verdicts, strict=True):
         by_task[tid].append((i, v))
         ledgers[tid].account(name, f"candidate {i}", v)
-        ledgers[tid].records.append(
-            {
-                "kind": "pointwise",
-                "selector": name,
-                "task_id": tid,
-                "candidate": i,
-                value_field: v.values[0] if v.ok and v.values else None,
-                "failure": v.failure,
-                "label": labels[tid][i],
-                "key": v.key,
-            }
-        )
+        record = {
+            "kind": "pointwise",
+            "selector": name,
+            "task_id": tid,
+            "candidate": i,
+            value_field: v.values[0] if v.ok and v.values else None,
+            "failure": v.failure,
+            "label": labels[tid][i],
+            "key": v.key,
+        }
+        if mode == "ab_think":  # whether it thought: closed thinking (budget or itself)
+            record["thought"] = THINK_CLOSE in v.text
+        ledgers[tid].records.append(record)
     return {
         tid: _pointwise_pick(name, tid, rows, labels[tid], len(run.candidates[tid]))
         for tid, rows in by_task.items()

@@ -18,12 +18,14 @@ from typing import Any
 
 from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
+from pairrl.eval.run_state import Issue
 
 __all__ = [
     "INFRA_FAILURES",
     "label_candidates",
     "label_key",
     "task_fingerprint",
+    "unmeasured_issues",
     "unmeasured_reasons",
 ]
 
@@ -148,3 +150,17 @@ def unmeasured_reasons(labels: list[dict[str, Any] | None]) -> list[str | None]:
         else None
         for lab in labels
     ]
+
+
+def unmeasured_issues(
+    stage: str, candidates: Mapping[str, Sequence[Any]], labels: Mapping[str, list[Any]]
+) -> list[Issue]:
+    """The issues of ``stage``: one per candidate whose label could not be measured, missing
+    when it is not in the cache, failed for an infrastructure failure."""
+    issues = []
+    for tid, task_labels in labels.items():
+        for cand, reason in zip(candidates[tid], unmeasured_reasons(task_labels), strict=True):
+            if reason is not None:
+                kind = "missing" if reason == "no cached label" else "failed"
+                issues.append(Issue(stage, tid, cand.candidate_id, kind, reason))
+    return issues

@@ -11,7 +11,9 @@ One function, `run_pipeline`, runs in two modes:
 
 With ``rsa.enabled``, recursive self-aggregation's rounds are sampled and labelled after
 the run's own labels, and its rows select on its last round after the judge selectors
-(``pairrl.eval.rsa``, ``pairrl.eval.rsa_stage``), in both modes.
+(``pairrl.eval.rsa``, ``pairrl.eval.rsa_stage``), in both modes. With ``thinking.enabled``,
+candidates sampled with a thinking budget are labelled and measured beside the run's own
+(``pairrl.eval.thinking``, ``pairrl.eval.thinking_stage``); nothing selects among them.
 
 A selection that rests on a label that could not be measured (its sampling or execution
 failed, or it is not in the cache) is a failed task of its selector, with the reason:
@@ -38,6 +40,7 @@ from pairrl.eval.labels import INFRA_FAILURES, label_candidates, unmeasured_reas
 from pairrl.eval.run_state import EvalRun, Issue, Mode
 from pairrl.eval.selectors import select_first, select_oracle, select_random
 from pairrl.eval.sources import load_candidates_and_tasks
+from pairrl.eval.thinking import thinking_summary
 
 __all__ = ["EvalRun", "Issue", "run_pipeline"]
 
@@ -81,6 +84,7 @@ def run_pipeline(
         bools = run.bool_labels()
         _run_no_judge(run, tasks, bools, executor, cache_dir, progress, issues, timings)
         rsa = _rsa_rounds(run, tasks, executor, cache_dir, progress, timings)
+        thinking = _thinking_stage(run, tasks, executor, cache_dir, progress, timings)
     finally:
         if executor is not None and hasattr(executor, "close"):
             executor.close()
@@ -99,6 +103,10 @@ def run_pipeline(
         t0 = time.perf_counter()
         _rsa_select(run, tasks, rsa, cache_dir, progress, issues)
         timings["rsa"] += time.perf_counter() - t0
+    if thinking is not None:
+        issues.extend(thinking.issues)
+        run.expected.update(thinking.expected)
+        run.judge_records.extend(thinking.records)
 
     run.issues = issues
     run.wall_s = timings
@@ -118,7 +126,34 @@ def run_pipeline(
         )
         if rsa is not None:
             run.summary["rsa"] = rsa[0].summary
+        if thinking is not None:
+            run.summary["thinking"] = thinking_summary(
+                cfg.judge.thinking_budget,
+                thinking.without,
+                thinking.with_thinking,
+                run.judge_quality,
+                run.judge_records,
+            )
     return run
+
+
+def _thinking_stage(
+    run: EvalRun,
+    tasks: dict[str, Any],
+    executor: Any,
+    cache_dir: Path,
+    progress: Reporter,
+    timings: dict[str, float],
+) -> Any:
+    """The thinking candidates (``pairrl.eval.thinking_stage``) when ``thinking.enabled``."""
+    if not run.config.thinking.enabled:
+        return None
+    from pairrl.eval.thinking_stage import run_thinking
+
+    t0 = time.perf_counter()
+    outcome = run_thinking(run, tasks, executor, cache_dir, _limit_key(run.config), progress)
+    timings["thinking"] = time.perf_counter() - t0
+    return outcome
 
 
 def _rsa_rounds(

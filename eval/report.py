@@ -20,6 +20,7 @@ from pairrl.eval.config import JUDGE_SELECTORS
 from pairrl.eval.gate import GateResult
 from pairrl.eval.pipeline import EvalRun
 from pairrl.eval.rsa import rsa_report_lines
+from pairrl.eval.thinking import thinking_report_lines
 
 __all__ = [
     "FAILED_RUN_NOTE",
@@ -348,6 +349,7 @@ def _scores(summary: dict[str, Any]) -> list[str]:
         parts += _sweep_lines(summary)
         parts += _difficulty_lines(summary)
         parts += rsa_report_lines(summary)
+        parts += thinking_report_lines(summary)
     quality = summary.get("judge_quality") or {}
     if quality:
         parts += ["", "## Judge quality", "", "| judge | metric | value |", "|---|---|---|"]

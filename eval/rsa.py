@@ -28,6 +28,8 @@ __all__ = [
     "RSA_ROW",
     "RsaConfig",
     "check_rsa",
+    "generation_tokens_cell",
+    "percent_cell",
     "round_metrics",
     "rsa_random_selection",
     "rsa_report_lines",
@@ -158,22 +160,24 @@ def rsa_report_lines(summary: Mapping[str, Any]) -> list[str]:
     ]
     for row in rsa["per_round"]:
         lines.append(
-            f"| {row['round']} | {_pct(row['pass@1'])} | {_pct(row['pass@k'])} | "
+            f"| {row['round']} | {percent_cell(row['pass@1'])} | {percent_cell(row['pass@k'])} | "
             f"{_num(row['distinct_programs'])} | {row['unmeasured_labels']} | "
-            f"{_generated(row['generation_tokens'])} |"
+            f"{generation_tokens_cell(row['generation_tokens'])} |"
         )
     return lines
 
 
-def _generated(tokens: Mapping[str, int | None]) -> str:
-    """A round's generation tokens, or "not measured"; with the candidates not counted."""
+def generation_tokens_cell(tokens: Mapping[str, int | None]) -> str:
+    """A table cell: generation tokens as prompt/output, or "not measured"; with the
+    candidates whose tokens were not counted."""
     if tokens["prompt"] is None and tokens["output"] is None:
         return "not measured"
     shown = "/".join("n/a" if tokens[k] is None else f"{tokens[k]:,}" for k in ("prompt", "output"))
     return shown + (f" + {tokens['uncounted']} not counted" if tokens["uncounted"] else "")
 
 
-def _pct(value: float | None) -> str:
+def percent_cell(value: float | None) -> str:
+    """A table cell: a share in percent with one decimal, or n/a."""
     return "n/a" if value is None else f"{100 * value:.1f}"
 
 

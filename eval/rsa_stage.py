@@ -23,12 +23,12 @@ from typing import Any
 from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
-from pairrl.eval.labels import label_candidates, unmeasured_reasons
+from pairrl.eval.labels import label_candidates, unmeasured_issues, unmeasured_reasons
 from pairrl.eval.rsa import round_metrics, rsa_random_selection, rsa_rows, subset_for
 from pairrl.eval.run_state import EvalRun, Issue
 from pairrl.eval.selectors import Selection
 
-__all__ = ["RsaOutcome", "run_rsa", "select_on_last"]
+__all__ = ["RsaOutcome", "population_metrics", "run_rsa", "select_on_last"]
 
 Reporter = Callable[[str, int], Callable[[int], None]]
 Labels = dict[str, list[dict[str, Any] | None]]
@@ -58,7 +58,7 @@ def run_rsa(
     outcome so far and the last round's candidates and labels (for ``select_on_last``)."""
     cfg, out = run.config, RsaOutcome()
     pop, labels = run.candidates, run.labels
-    per_round = [_metrics(0, tasks, pop, labels)]
+    per_round = [population_metrics(0, tasks, pop, labels)]
     sampler = _LazySampler(cfg)
     try:
         for round_ in range(1, cfg.rsa.rounds + 1):
@@ -75,9 +75,10 @@ def run_rsa(
                 progress(f"rsa round {round_} labels", len(flat)),
             )
             labels = {t: [found[(t, c.candidate_id)] for c in pop[t]] for t in run.task_ids}
-            _account_labels(pop, labels, out)
+            out.expected["rsa labels"] = out.expected.get("rsa labels", 0) + len(flat)
+            out.issues += unmeasured_issues("rsa labels", pop, labels)
             out.records += _candidate_records(round_, pop, labels)
-            per_round.append(_metrics(round_, tasks, pop, labels))
+            per_round.append(population_metrics(round_, tasks, pop, labels))
     finally:
         sampler.close()
     rows = rsa_rows(cfg.rsa)
@@ -268,19 +269,12 @@ class _LazySampler:
             close()
 
 
-def _account_labels(pop: dict[str, list[Candidate]], labels: Labels, out: RsaOutcome) -> None:
-    for tid, task_labels in labels.items():
-        out.expected["rsa labels"] = out.expected.get("rsa labels", 0) + len(task_labels)
-        for cand, reason in zip(pop[tid], unmeasured_reasons(task_labels), strict=True):
-            if reason is not None:
-                kind = "missing" if reason == "no cached label" else "failed"
-                out.issues.append(Issue("rsa labels", tid, cand.candidate_id, kind, reason))
-
-
-def _metrics(
+def population_metrics(
     round_: int, tasks: dict[str, Any], pop: dict[str, list[Candidate]], labels: Labels
 ) -> dict[str, Any]:
-    """A round's metrics; its programs are what is labelled (a math candidate's text)."""
+    """A population's metrics (pass@1, pass@k, distinct programs, unmeasured labels,
+    generation tokens; ``round_`` names it); its programs are what is labelled (a math
+    candidate's text)."""
     from pairrl.rewards import is_answer_task
 
     programs = {

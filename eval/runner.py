@@ -178,7 +178,13 @@ def _title(cfg: EvalConfig) -> str:
     src = cfg.candidates
     where = {"pool": src.pool, "model": src.model, "endpoint": src.endpoint}[src.source]
     name = Path(str(where)).name if src.source != "endpoint" else str(where)
-    return f"best-of-{src.k} on {Path(cfg.tasks.path).name if cfg.tasks.path else 'pool tasks'} ({name})"
+    if cfg.tasks.path:
+        tasks = Path(cfg.tasks.path).name
+    elif src.source == "pool":  # its own tests (a recipe then gives only its prompts)
+        tasks = "the pool's tasks"
+    else:
+        tasks = f"the held-out tasks of {cfg.recipe.name if cfg.recipe else 'the recipe'}"
+    return f"best-of-{src.k} on {tasks} ({name})"
 
 
 def _earlier(out_dir: Path, key: str) -> dict[str, Any]:

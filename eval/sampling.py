@@ -5,6 +5,12 @@ messages, sampling parameters, seed, k), so a rerun or a resumed run reuses them
 completion that failed (transport error, timeout, backend error) becomes a candidate with
 `error` set: never executed, counted by the gate. In compute mode, cached entries holding
 failures are sampled again; in replay mode an absent entry is reported as missing.
+
+With a thinking budget (``think_tokens``, the thinking stage: ``pairrl.eval.thinking``) each
+completion thinks for at most that many tokens, ``</think>`` is forced, and the answer
+follows; the budget is part of the cache key, the issues are the stage ``thinking
+samples``, and a candidate's program is read from its answer (the text after
+``</think>``), never from its thinking.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import CandidatesConfig, EvalConfig
 from pairrl.eval.run_state import Issue
-from pairrl.rewards import extract_code, is_answer_task
+from pairrl.rewards import answer_part, extract_code, is_answer_task
+from pairrl.rollout.prompts import THINK_CLOSE
 
 __all__ = ["check_model_path", "check_model_sources", "sample_candidates"]
 
@@ -97,8 +104,10 @@ def sample_candidates(
     cache_dir: Path,
     mode: str,
     progress: Callable[[str, int], Callable[[int], None]],
+    think_tokens: int | None = None,
 ) -> tuple[list[Candidate], list[Issue]]:
-    """k candidates per task (in task order) and the issues found."""
+    """k candidates per task (in task order) and the issues found; with ``think_tokens``,
+    each sampled with that thinking budget (see the module docstring)."""
     from pairrl.eval.kit import benchmark_kit
     from pairrl.eval.models import model_identity
 
@@ -107,8 +116,10 @@ def sample_candidates(
     cache = StageCache(cache_dir, "samples")
     kit = benchmark_kit(cfg, tasks)
     prompts = {str(t.task_id): kit.generation(t) for t in tasks}
+    # without a budget the key is the one every earlier run cached its samples under
+    budget = () if think_tokens is None else ("thinking budget", think_tokens)
     keys = {
-        tid: content_key("sample", identity, prompt, src.sampling.model_dump(), src.k)
+        tid: content_key("sample", identity, prompt, src.sampling.model_dump(), src.k, *budget)
         for tid, prompt in prompts.items()
     }
     # one sampling per key: tasks with the same prompt share their samples, whatever the
@@ -118,9 +129,12 @@ def sample_candidates(
         first.setdefault(key, tid)
     todo = [tid for key, tid in first.items() if _needs_sampling(cache.get(key), mode)]
     if todo and mode == "compute":
-        _sample_into_cache(src, {t: prompts[t] for t in todo}, keys, cache, progress)
+        stage = "sample" if think_tokens is None else "thinking samples"
+        bar = progress(stage, len(todo))
+        _sample_into_cache(src, {t: prompts[t] for t in todo}, keys, cache, bar, think_tokens)
     answers = {str(t.task_id) for t in tasks if is_answer_task(t)}
-    return _from_cache(cache, keys, src.k, answers)
+    stage = "samples" if think_tokens is None else "thinking samples"
+    return _from_cache(cache, keys, src.k, answers, stage, thinking=think_tokens is not None)
 
 
 def _endpoint(src: CandidatesConfig) -> str | None:
@@ -133,11 +147,14 @@ def _sample_into_cache(
     prompts: dict[str, Any],
     keys: dict[str, str],
     cache: StageCache,
-    progress: Callable[[str, int], Callable[[int], None]],
+    advance: Callable[[int], None],
+    think_tokens: int | None = None,
 ) -> None:
     """Sample ``src.k`` completions for each task of ``prompts`` (task id -> prompt), in
-    batches of ``src.batch_size``, and cache each task's under its key as its batch ends."""
+    batches of ``src.batch_size``, and cache each task's under its key as its batch ends;
+    with ``think_tokens``, through the thinking budget."""
     from pairrl.eval.models import make_sampler
+    from pairrl.rollout.prompts import generate_with_thinking_budget
     from pairrl.rollout.samplers import SamplingParams
 
     params = SamplingParams(
@@ -153,11 +170,14 @@ def _sample_into_cache(
     )
     encode = getattr(sampler, "encode", None)  # an in-process sampler's own prompt tokens
     todo = list(prompts)
-    advance = progress("sample", len(todo))
     try:
         for start in range(0, len(todo), src.batch_size):
             chunk = todo[start : start + src.batch_size]
-            rows = sampler.generate([prompts[t] for t in chunk], src.k, params)
+            asked = [prompts[t] for t in chunk]
+            if think_tokens is None:
+                rows = sampler.generate(asked, src.k, params)
+            else:
+                rows = generate_with_thinking_budget(sampler, asked, src.k, params, think_tokens)
             entries = [
                 [_completion_entry(c, _prompt_tokens(encode, prompts[t])) for c in row]
                 for t, row in zip(chunk, rows, strict=True)
@@ -173,31 +193,40 @@ def _sample_into_cache(
 
 
 def _from_cache(
-    cache: StageCache, keys: dict[str, str], k: int, answer_tasks: set[str]
+    cache: StageCache,
+    keys: dict[str, str],
+    k: int,
+    answer_tasks: set[str],
+    stage: str = "samples",
+    thinking: bool = False,
 ) -> tuple[list[Candidate], list[Issue]]:
-    """Candidates from the cached samples; failed or absent samples are issues (a failed
-    one is a candidate with ``error`` set: never executed, counted by the gate). A math
-    task's candidate has no code: its text is what is labelled and judged."""
+    """Candidates from the cached samples; failed or absent samples are issues of
+    ``stage`` (a failed one is a candidate with ``error`` set: never executed, counted by
+    the gate). A math task's candidate has no code: its text is what is labelled and
+    judged. A thinking candidate's text is its answer, the text after ``</think>``."""
     candidates: list[Candidate] = []
     issues: list[Issue] = []
     for tid, key in keys.items():
         entry = cache.get(key)
         if entry is None:
-            issues.append(Issue("samples", tid, "all", "missing", "no cached samples"))
+            issues.append(Issue(stage, tid, "all", "missing", "no cached samples"))
             candidates += [Candidate(tid, str(j), "", error="missing from cache") for j in range(k)]
             continue
         for j, comp in enumerate(entry["completions"]):
             if comp["error"] is not None:
-                issues.append(Issue("samples", tid, str(j), "failed", comp["error"]))
+                issues.append(Issue(stage, tid, str(j), "failed", comp["error"]))
                 candidates.append(Candidate(tid, str(j), "", text="", error=comp["error"]))
                 continue
-            code = "" if tid in answer_tasks else extract_code(comp["text"]) or ""
+            text = answer_part(comp["text"]) if thinking else comp["text"]
+            code = "" if tid in answer_tasks else extract_code(text) or ""
             meta = {
                 "finish_reason": comp["finish_reason"],
                 "prompt_tokens": comp.get("prompt_tokens"),
                 "completion_tokens": comp.get("completion_tokens"),
             }
-            candidates.append(Candidate(tid, str(j), code, text=comp["text"], meta=meta))
+            if thinking:  # it thought: closed thinking (at the budget or itself), then answered
+                meta["thought"] = THINK_CLOSE in comp["text"]
+            candidates.append(Candidate(tid, str(j), code, text=text, meta=meta))
     return candidates, issues
 
 

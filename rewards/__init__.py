@@ -19,6 +19,7 @@ from pairrl.rewards.executor import Executor
 from pairrl.rewards.plain_data import OpaqueValue
 from pairrl.rewards.ratings import (
     RatingFailure,
+    answer_part,
     class_balance_weights,
     normalise_rating,
     parse_pair_ratings,
@@ -51,6 +52,7 @@ __all__ = [
     "TaskFormatError",
     "TaskLabeller",
     "answer_clusters",
+    "answer_part",
     "candidate_job",
     "class_balance_weights",
     "correctness_reward",

@@ -45,8 +45,14 @@ class RatingFailure:
     reason: str
 
 
-def _answer_part(text: str) -> str:
-    """Return the text after the last ``</think>``, or all of it when there is none."""
+def answer_part(text: str) -> str:
+    """Return the text after the last ``</think>``, or all of it when there is none.
+
+    >>> answer_part("draft ```python\\nx\\n```</think>\\n\\nfinal")
+    '\\n\\nfinal'
+    >>> answer_part("no thinking")
+    'no thinking'
+    """
     matches = list(_THINK_CLOSE.finditer(text))
     return text[matches[-1].end() :] if matches else text
 
@@ -76,7 +82,7 @@ def _parse_tag(text: str, tag: str) -> int | RatingFailure:
 
 def parse_pair_ratings(text: str) -> tuple[int, int] | RatingFailure:
     """Parse a pairwise judgement into ``(r_a, r_b)`` or a :class:`RatingFailure`."""
-    answer = _answer_part(text)
+    answer = answer_part(text)
     rating_a = _parse_tag(answer, "rating_A")
     if isinstance(rating_a, RatingFailure):
         return rating_a
@@ -88,7 +94,7 @@ def parse_pair_ratings(text: str) -> tuple[int, int] | RatingFailure:
 
 def parse_rating(text: str) -> int | RatingFailure:
     """Parse a pointwise judgement ``<rating>k</rating>`` into ``k`` or a failure."""
-    return _parse_tag(_answer_part(text), "rating")
+    return _parse_tag(answer_part(text), "rating")
 
 
 def normalise_rating(r: float, normalisation: str = "minus_one_over_nine") -> float:

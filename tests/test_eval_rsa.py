@@ -217,14 +217,15 @@ def test_aggregation_prompt_per_kit() -> None:
 
 
 @pytest.mark.slow
-def test_tiny_config_reports_rsa_rows(
+def test_tiny_config_reports_rsa_rows_and_thinking(
     eval_cli: Callable[..., tuple[int, str]],
     repo_root: Path,
     shared_data_dir: Path,
     tiny_model_dir: Path,
     tmp_path: Path,
 ) -> None:
-    """``pairrl eval configs/eval_tiny_cpu.yaml`` reports RSA per round and its two rows."""
+    """``pairrl eval configs/eval_tiny_cpu.yaml`` reports RSA per round and its two rows,
+    and thinking's gain for generation beside the judge's."""
     code, output = eval_cli(
         [
             str(repo_root / "configs" / "eval_tiny_cpu.yaml"),
@@ -245,3 +246,6 @@ def test_tiny_config_reports_rsa_rows(
     assert summary["selectors"]["rsa+swiss_2n"]["cost"]["judge_calls"] > 0
     assert summary["gate"]["stages"]["rsa samples"]["expected"] == 18
     assert summary["selectors"]["rsa"]["failed_tasks"] == 0
+    assert "## Thinking: generation against verification" in output
+    assert summary["gate"]["stages"]["thinking samples"]["expected"] == 9
+    assert set(summary["thinking"]["judge_balanced_accuracy"]) == {"without", "with"}

@@ -74,6 +74,7 @@ pairrl eval gate runs/eval/he --strict | run humaneval_pool
 pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sa0/warm_start --set out_dir=runs/eval/hu_sa0_warm_start | after_real_model_job
 pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sa0/final --set out_dir=runs/eval/hu_sa0_final | after_real_model_job
 pairrl eval configs/eval_pool_mbpp_smollm2.yaml --set judge.model=runs/sa0/final --set out_dir=runs/eval/mb_sa0_final | after_real_model_job
+pairrl eval configs/eval_smollm2_cpu.yaml --set candidates.model=runs/sa0/final --set judge.model=runs/sa0/final --set out_dir=runs/eval/sm_sa0_final | real_model_eval
 pairrl select --judge-model runs/tiny-model --candidates tests/readme_fixtures/cands.jsonl --problem "Write f(x) that returns x + 1." --readout forced --min-rating-mass 0 --schedule rated_halving --budget 16 | run select
 pairrl select --judge-model runs/tiny-model --candidates tests/readme_fixtures/cands.jsonl --problem "Write f(x) that returns x + 1." --method pointwise_rating --readout forced --min-rating-mass 0 | run select
 pairrl slurm render configs/qwen3_4b_deepcoder.yaml --nodes 3 --gpus-per-node 8 --dry-run | run slurm_render
@@ -126,6 +127,7 @@ after_main_job | - | test_recipe_toy_pipeline.py::test_main_job_end_to_end_and_e
 ablation | - | test_toy_ablation.py::test_the_children_of_jobs_n_are_told_to_write_no_tables | three main jobs: about 16 min on 2 cores
 real_model_job | - | test_recipe_smollm2_job.py::test_the_real_model_job_runs_end_to_end_and_its_judge_parses | the real-model job: about 40 min on 2 cores
 after_real_model_job | - | test_recipe_smollm2_job.py::test_the_pool_benchmark_runs_with_the_jobs_judge | reads runs/sa0 (and runs/sa1), the 40-minute real-model job's runs
+real_model_eval | - | test_eval_real_model_config.py::test_real_model_config_runs_every_comparison_on_the_tiny_model | reads runs/sa0, the 40-minute real-model job's run, then samples and judges for 7 min on 2 cores
 eight_gpus | gpu | test_train_config.py::test_paper_recipe_values | 8 GPUs of 80 GB and Qwen3-4B from the model hub (network)
 one_gpu | gpu | test_lora.py::test_one_gpu_lora_config_plans_one_row_per_micro_batch | a 24-48 GB GPU and Qwen3-4B from the model hub (network)
 gpu_cluster | slurm | test_slurm_render.py::test_multi_node_roles_rendezvous_and_server_host | a Slurm cluster of 3 nodes with 8 GPUs each

@@ -5,18 +5,21 @@ append to one file). Merging checks that all n shards are present with the same 
 (apart from the shard), writes the union of their caches to OUT_DIR/cache, concatenates
 their records, and then runs the gate over the *unsharded* config: the replay re-derives
 every label and comparison of every task from the merged cache, and its selections must
-equal the shards' records. Bootstrap intervals are recomputed over all tasks.
+equal the shards' records. Bootstrap intervals are recomputed over all tasks; the shards'
+remote-call figures (requests, retries, timeouts, time spent on failures) are summed.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pairrl.errors import InputError
 from pairrl.eval.cache import StageCache
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.runner import EvalOutcome, load_run_config, regate
+from pairrl.rollout.samplers.call_budget import merged_remote
 
 __all__ = ["merge_shards"]
 
@@ -58,7 +61,16 @@ def merge_shards(out_dir: Path) -> EvalOutcome:
     (out_dir / "merged_from.json").write_text(
         json.dumps([str(d) for d in shard_dirs], indent=2) + "\n"
     )
-    return regate(base)
+    return regate(base, remote=merged_remote([_shard_remote(d) for d in shard_dirs]))
+
+
+def _shard_remote(shard_dir: Path) -> dict[str, Any]:
+    """A shard's remote-call figures (summary.json ``remote``; empty when it has none)."""
+    try:
+        found = json.loads((shard_dir / "summary.json").read_text()).get("remote")
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _unsharded(cfg: EvalConfig, out_dir: Path) -> EvalConfig:

@@ -120,16 +120,20 @@ def run_eval(cfg: EvalConfig, show_progress: bool = True) -> EvalOutcome:
     return regate(cfg, computed=run)
 
 
-def regate(cfg: EvalConfig, computed: EvalRun | None = None) -> EvalOutcome:
+def regate(
+    cfg: EvalConfig, computed: EvalRun | None = None, remote: dict[str, Any] | None = None
+) -> EvalOutcome:
     """Replay from the cache, compare with records.jsonl, and (re)write the reports.
 
     The numbers reported are the computed run's when given (the gate has checked that the
-    replay reproduces them), else the replay's own.
+    replay reproduces them), else the replay's own. A replay makes no remote call: it
+    reports ``remote`` (the merged shards' figures) when given, else the figures of the
+    run that wrote OUT_DIR.
     """
     out_dir = Path(cfg.out_dir)
     replay = run_pipeline(cfg, "replay")
     if computed is None:  # a replay makes no call: the run's own figures stay
-        replay.remote = _earlier(out_dir, "remote")
+        replay.remote = remote if remote is not None else _earlier(out_dir, "remote")
         replay.preflight = _earlier(out_dir, "preflight")
     records = out_dir / "records.jsonl"
     reported = read_reported_selections(records) if records.is_file() else None

@@ -128,13 +128,13 @@ def sample_candidates(
     for tid, key in keys.items():
         first.setdefault(key, tid)
     todo = [tid for key, tid in first.items() if _needs_sampling(cache.get(key), mode)]
+    thinking = think_tokens is not None
     if todo and mode == "compute":
-        stage = "sample" if think_tokens is None else "thinking samples"
-        bar = progress(stage, len(todo))
+        bar = progress("thinking samples" if thinking else "sample", len(todo))
         _sample_into_cache(src, {t: prompts[t] for t in todo}, keys, cache, bar, think_tokens)
     answers = {str(t.task_id) for t in tasks if is_answer_task(t)}
-    stage = "samples" if think_tokens is None else "thinking samples"
-    return _from_cache(cache, keys, src.k, answers, stage, thinking=think_tokens is not None)
+    stage = "thinking samples" if thinking else "samples"
+    return _from_cache(cache, keys, src.k, answers, stage, thinking)
 
 
 def _endpoint(src: CandidatesConfig) -> str | None:

@@ -272,10 +272,32 @@ def test_edited_records_fail_and_shards_merge(
             [*base, "--out", str(tmp_path / "sharded"), "--shard", shard, "--strict"]
         )
         assert code == 0, out
+    # a pool makes no remote call; give each shard the figures an endpoint run would write
+    shard_remote = (
+        {"requests": 3, "failed_requests": 1, "retries": 1, "timeouts": 0, "wall_s": 2.5,
+         "waiting_on_failures_s": 0.5, "stopped_by_deadline": 0},
+        {"requests": 2, "failed_requests": 2, "retries": 2, "timeouts": 2, "wall_s": 1.25,
+         "waiting_on_failures_s": 1.0, "stopped_by_deadline": 1},
+    )  # fmt: skip
+    shard_dirs = sorted((tmp_path / "sharded" / "shards").glob("*of*"))
+    for shard_dir, figures in zip(shard_dirs, shard_remote, strict=True):
+        summary_file = shard_dir / "summary.json"
+        written = json.loads(summary_file.read_text())
+        reached = figures["stopped_by_deadline"] > 0
+        written["remote"] = {**figures, "deadline_s": 43200.0, "deadline_reached": reached}
+        summary_file.write_text(json.dumps(written))
     code, out = eval_cli(["merge", str(tmp_path / "sharded"), "--strict"])
     assert code == 0, out
     merged = json.loads((tmp_path / "sharded" / "summary.json").read_text())
     assert merged["num_tasks"] == 3
+    # the shards' remote calls, summed by hand: 3 + 2 requests, 1 + 2 failed, ...
+    assert merged["remote"] == {
+        "requests": 5, "failed_requests": 3, "retries": 3, "timeouts": 2, "wall_s": 3.75,
+        "waiting_on_failures_s": 1.5, "stopped_by_deadline": 1, "deadline_s": 43200.0,
+        "deadline_reached": True, "shards": 2,
+    }  # fmt: skip
+    assert "Remote calls: 5 requests (3 failed), 3 retries, 2 timeouts;" in out
+    assert "summed over 2 shards." in out
     for name in ("random", "first", "agreement", "oracle"):
         assert merged["selectors"][name]["accuracy"] == whole["selectors"][name]["accuracy"]
 

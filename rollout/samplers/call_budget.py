@@ -19,13 +19,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallBudget", "active_call_budget", "describe_remote", "remote_call_budget"]
+__all__ = [
+    "CallBudget",
+    "active_call_budget",
+    "describe_remote",
+    "merged_remote",
+    "remote_call_budget",
+]
 
 _ACTIVE: ContextVar[CallBudget | None] = ContextVar("pairrl_remote_call_budget", default=None)
 
@@ -136,6 +142,34 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+_SUMMED = (
+    "requests",
+    "failed_requests",
+    "retries",
+    "timeouts",
+    "stopped_by_deadline",
+    "wall_s",
+    "waiting_on_failures_s",
+)
+
+
+def merged_remote(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several shards' ``remote`` figures as one: counts and times summed (each shard's
+    calls are its own; its times add as if the shards had run one after another), the
+    deadline reached when any shard reached it, ``shards`` the number summed. Shards that
+    made no remote call (empty figures) add nothing; empty when none made one."""
+    made = [part for part in parts if part]
+    if not made:
+        return {}
+    merged: dict[str, Any] = {key: sum(part[key] for part in made) for key in _SUMMED}
+    for key in ("wall_s", "waiting_on_failures_s"):
+        merged[key] = round(merged[key], 3)
+    merged["deadline_s"] = made[0]["deadline_s"]
+    merged["deadline_reached"] = any(part["deadline_reached"] for part in made)
+    merged["shards"] = len(made)
+    return merged
+
+
 def describe_remote(remote: dict[str, Any] | None) -> str | None:
     """One line for the report from ``CallBudget.summary()``; None when no remote call
     was made."""
@@ -156,7 +190,8 @@ def describe_remote(remote: dict[str, Any] | None) -> str | None:
         f"({remote['failed_requests']:,} failed), {_count(remote['retries'], 'retry')}, "
         f"{_count(remote['timeouts'], 'timeout')}; "
         f"{_duration(remote['waiting_on_failures_s'])} of {_duration(remote['wall_s'])} "
-        f"spent waiting on failed attempts and retry backoff; {reached}."
+        f"spent waiting on failed attempts and retry backoff; {reached}"
+        + (f"; summed over {remote['shards']} shards." if remote.get("shards") else ".")
     )
 
 

@@ -84,14 +84,14 @@ def test_the_real_model_job_runs_end_to_end_and_its_judge_parses(
 def test_the_pool_benchmark_runs_with_the_jobs_judge(
     short_job: tuple[Path, str], shared_data_dir: Path
 ) -> None:
-    """The README's pool command, on two HumanEval tasks, with the short job's warm start
+    """The README's pool command, on one HumanEval task, with the short job's warm start
     as the judge: every selector of the config is measured and the gate decides. On the
     HF engine: with this twelve-step judge, vLLM's CPU engine once kept stepping in the
     all-pairs batch past the ten-minute limit (docs/experiments.md)."""
     out, _ = short_job
     pairrl = str(Path(sys.executable).with_name("pairrl"))
     cmd = [pairrl, "eval", str(POOL_CONFIG), f"--set=judge.model={out / 'warm_start'}",
-           f"--set=out_dir={out.parent / 'pool'}", "--set=tasks.limit=2",
+           f"--set=out_dir={out.parent / 'pool'}", "--set=tasks.limit=1",
            "--set=judge.engine=hf"]  # fmt: skip
     proc = subprocess.run(
         cmd, capture_output=True, text=True, timeout=600, cwd=CONFIG.parents[1], env=ENV
@@ -100,5 +100,5 @@ def test_the_pool_benchmark_runs_with_the_jobs_judge(
     summary = json.loads((out.parent / "pool" / "summary.json").read_text())
     named = {"random", "pointwise_rating", "pointwise_ab", "swiss_1n", "swiss_2n", "all_pairs"}
     assert named <= set(summary["selectors"])
-    assert summary["selectors"]["pointwise_rating"]["cost"]["judge_calls"] == 2 * 4
+    assert summary["selectors"]["pointwise_rating"]["cost"]["judge_calls"] == 4  # k = 4
     assert summary["verdict"] in ("PASS", "FAIL")

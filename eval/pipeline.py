@@ -83,8 +83,7 @@ def run_pipeline(
             run.expected["samples"] = len(flat)
         bools = run.bool_labels()
         _run_no_judge(run, tasks, bools, executor, cache_dir, progress, issues, timings)
-        rsa = _rsa_rounds(run, tasks, executor, cache_dir, progress, timings)
-        thinking = _thinking_stage(run, tasks, executor, cache_dir, progress, timings)
+        rsa, thinking = _generator_stages(run, tasks, executor, cache_dir, progress, timings)
     finally:
         if executor is not None and hasattr(executor, "close"):
             executor.close()
@@ -120,60 +119,63 @@ def run_pipeline(
     if rsa is not None:  # its rows pick among the last round: their labels, checked there
         run.selections.update(rsa[0].selections)
     if task_ids:
-        flags = {t: [r is not None for r in reasons] for t, reasons in unmeasured.items()}
-        run.summary = summarise(
-            bools, run.selections, n_boot=cfg.bootstrap, seed=cfg.seed, unmeasured=flags
-        )
-        if rsa is not None:
-            run.summary["rsa"] = rsa[0].summary
-        if thinking is not None:
-            run.summary["thinking"] = thinking_summary(
-                cfg.judge.thinking_budget,
-                thinking.without,
-                thinking.with_thinking,
-                run.judge_quality,
-                run.judge_records,
-            )
+        run.summary = _summary(run, bools, unmeasured, rsa, thinking)
     return run
 
 
-def _thinking_stage(
+def _summary(
+    run: EvalRun,
+    bools: dict[str, list[bool]],
+    unmeasured: dict[str, list[str | None]],
+    rsa: tuple[Any, Any] | None,
+    thinking: Any,
+) -> dict[str, Any]:
+    """summary.json's numbers: every selector's, then RSA's rounds and thinking's gain."""
+    cfg = run.config
+    flags = {t: [r is not None for r in reasons] for t, reasons in unmeasured.items()}
+    summary = summarise(
+        bools, run.selections, n_boot=cfg.bootstrap, seed=cfg.seed, unmeasured=flags
+    )
+    if rsa is not None:
+        summary["rsa"] = rsa[0].summary
+    if thinking is not None:
+        summary["thinking"] = thinking_summary(
+            cfg.judge.thinking_budget,
+            thinking.without,
+            thinking.with_thinking,
+            run.judge_quality,
+            run.judge_records,
+        )
+    return summary
+
+
+def _generator_stages(
     run: EvalRun,
     tasks: dict[str, Any],
     executor: Any,
     cache_dir: Path,
     progress: Reporter,
     timings: dict[str, float],
-) -> Any:
-    """The thinking candidates (``pairrl.eval.thinking_stage``) when ``thinking.enabled``."""
-    if not run.config.thinking.enabled:
-        return None
-    from pairrl.eval.thinking_stage import run_thinking
+) -> tuple[tuple[Any, Any] | None, Any]:
+    """The stages that sample more candidates from the generator, each when enabled: RSA's
+    rounds (``pairrl.eval.rsa_stage``: its outcome so far and the last round's candidates
+    and labels) and the thinking candidates (``pairrl.eval.thinking_stage``)."""
+    rsa = thinking = None
+    limit_key = _limit_key(run.config)
+    if run.config.rsa.enabled:
+        from pairrl.eval.rsa_stage import run_rsa
 
-    t0 = time.perf_counter()
-    outcome = run_thinking(run, tasks, executor, cache_dir, _limit_key(run.config), progress)
-    timings["thinking"] = time.perf_counter() - t0
-    return outcome
+        t0 = time.perf_counter()
+        outcome, *last = run_rsa(run, tasks, executor, cache_dir, limit_key, progress)
+        timings["rsa"] = time.perf_counter() - t0
+        rsa = outcome, tuple(last)
+    if run.config.thinking.enabled:
+        from pairrl.eval.thinking_stage import run_thinking
 
-
-def _rsa_rounds(
-    run: EvalRun,
-    tasks: dict[str, Any],
-    executor: Any,
-    cache_dir: Path,
-    progress: Reporter,
-    timings: dict[str, float],
-) -> tuple[Any, Any] | None:
-    """RSA's rounds (``pairrl.eval.rsa_stage``) when ``rsa.enabled``: the outcome so far
-    and the last round's candidates and labels."""
-    if not run.config.rsa.enabled:
-        return None
-    from pairrl.eval.rsa_stage import run_rsa
-
-    t0 = time.perf_counter()
-    outcome, *last = run_rsa(run, tasks, executor, cache_dir, _limit_key(run.config), progress)
-    timings["rsa"] = time.perf_counter() - t0
-    return outcome, tuple(last)
+        t0 = time.perf_counter()
+        thinking = run_thinking(run, tasks, executor, cache_dir, limit_key, progress)
+        timings["thinking"] = time.perf_counter() - t0
+    return rsa, thinking
 
 
 def _rsa_select(

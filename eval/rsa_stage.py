@@ -25,7 +25,7 @@ from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.labels import label_candidates, unmeasured_issues, unmeasured_reasons
 from pairrl.eval.rsa import round_metrics, rsa_random_selection, rsa_rows, subset_for
-from pairrl.eval.run_state import EvalRun, Issue
+from pairrl.eval.run_state import EvalRun, Issue, StageOutcome
 from pairrl.eval.selectors import Selection
 
 __all__ = ["RsaOutcome", "population_metrics", "run_rsa", "select_on_last"]
@@ -35,14 +35,11 @@ Labels = dict[str, list[dict[str, Any] | None]]
 
 
 @dataclass
-class RsaOutcome:
+class RsaOutcome(StageOutcome):
     """What RSA added to a run: its rows' selections, its records (candidates and judge
     calls), issues, expected entries per stage and summary.json's ``rsa``."""
 
     selections: dict[str, dict[str, Selection]] = field(default_factory=dict)
-    records: list[dict[str, Any]] = field(default_factory=list)
-    issues: list[Issue] = field(default_factory=list)
-    expected: dict[str, int] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
 
 

@@ -10,7 +10,7 @@ from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import EvalConfig
 from pairrl.eval.selectors import Selection
 
-__all__ = ["EvalRun", "Issue", "Mode"]
+__all__ = ["EvalRun", "Issue", "Mode", "StageOutcome"]
 
 Mode = Literal["compute", "replay"]
 
@@ -24,6 +24,16 @@ class Issue:
     item: str
     kind: Literal["missing", "failed"]
     reason: str
+
+
+@dataclass
+class StageOutcome:
+    """What a stage beside the run's own (RSA, thinking) adds to it: records for
+    records.jsonl, issues and the entries it expects per gate stage."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+    expected: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

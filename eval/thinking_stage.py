@@ -20,7 +20,7 @@ from pairrl.eval.cache import StageCache
 from pairrl.eval.candidates import Candidate, group_by_task
 from pairrl.eval.labels import label_candidates, unmeasured_issues
 from pairrl.eval.rsa_stage import population_metrics
-from pairrl.eval.run_state import EvalRun, Issue
+from pairrl.eval.run_state import EvalRun, StageOutcome
 
 __all__ = ["ThinkingOutcome", "run_thinking"]
 
@@ -28,13 +28,10 @@ Reporter = Callable[[str, int], Callable[[int], None]]
 
 
 @dataclass
-class ThinkingOutcome:
+class ThinkingOutcome(StageOutcome):
     """What the thinking stage added to a run: its records, issues, expected entries per
     stage, and the generation metrics without and with thinking."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
-    issues: list[Issue] = field(default_factory=list)
-    expected: dict[str, int] = field(default_factory=dict)
     without: dict[str, Any] = field(default_factory=dict)
     with_thinking: dict[str, Any] = field(default_factory=dict)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from scripted_eval import model_run_files, use_as_sampler
 
 from pairrl.config import load_config
 from pairrl.eval.config import EvalConfig
@@ -66,23 +67,14 @@ class ScriptedModel:
 
 @pytest.fixture()
 def scripted(monkeypatch: pytest.MonkeyPatch) -> Callable[..., ScriptedModel]:
-    import pairrl.eval.models
-
     def install(fail_aggregation: bool = False) -> ScriptedModel:
-        model = ScriptedModel(fail_aggregation)
-        monkeypatch.setattr(pairrl.eval.models, "make_sampler", lambda *a, **k: model)
-        return model
+        return use_as_sampler(monkeypatch, ScriptedModel(fail_aggregation))
 
     return install
 
 
 def _config(tmp_path: Path, **rsa: Any) -> EvalConfig:
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
-    model = tmp_path / "model"
-    if not model.is_dir():  # written once: the model's identity (a cache key) reads it
-        model.mkdir()
-        (model / "config.json").write_text("{}")
+    tasks, model = model_run_files(tmp_path, TASKS)
     return EvalConfig.model_validate(
         {
             "out_dir": str(tmp_path / "run"),

@@ -143,6 +143,12 @@ class CandidatesConfig(PairrlModel):
         description="Local model engine (source=model): hf (transformers generate) or vllm "
         "(an in-process vLLM engine; the vLLM CPU build on machines without a GPU)",
     )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto",
+        description="Local model dtype (source=model); auto on CPU: bfloat16 where the CPU "
+        "computes it natively (AMX, AVX512_BF16), else float32 (pairrl doctor shows which); "
+        "on a GPU, the engine's own choice",
+    )
 
     _endpoint_is_url = field_validator("endpoint")(check_endpoint_url)
 
@@ -164,6 +170,9 @@ class JudgeConfig(PairrlModel):
     served_model: str = Field("default", description="Model name sent to the judge endpoint")
     engine: Literal["hf", "vllm"] | None = Field(
         None, description="Local judge model engine; default: the candidates' engine"
+    )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = Field(
+        None, description="Local judge model dtype; default: the candidates' dtype"
     )
     readout: Literal["sampled", "expected", "forced"] = Field(
         "sampled",

@@ -88,6 +88,7 @@ def build_judge(
 
     j, c = cfg.judge, cfg.candidates
     engine = resolve_engine(j.engine, default=c.engine)
+    dtype = j.dtype or c.dtype
     model = j.model or (None if j.endpoint else (c.model if c.source == "model" else None))
     endpoint = j.endpoint or (c.endpoint if c.source == "endpoint" and not j.model else None)
     served = j.served_model if j.endpoint else c.served_model
@@ -100,7 +101,7 @@ def build_judge(
 
         check_model_path("judge.model", model)
     sampler = (
-        make_sampler(model, endpoint, served, j.http, j.batch_size, engine=engine)
+        make_sampler(model, endpoint, served, j.http, j.batch_size, engine=engine, dtype=dtype)
         if mode == "compute"
         else None
     )
@@ -108,7 +109,7 @@ def build_judge(
         temperature=j.temperature, top_p=j.top_p, max_tokens=j.max_tokens, seed=j.seed
     )
     return CachedJudge(
-        identity=model_identity(model, endpoint, served, engine=engine),
+        identity=model_identity(model, endpoint, served, engine=engine, dtype=dtype),
         sampler=sampler,
         kit=benchmark_kit(cfg, tasks),
         sampling=sampling,

@@ -209,7 +209,7 @@ class _LazySampler:
         src = self._src = cfg.candidates
         self._endpoint = src.endpoint if src.source == "endpoint" else None
         self.identity = model_identity(
-            src.model, self._endpoint, src.served_model, engine=src.engine
+            src.model, self._endpoint, src.served_model, engine=src.engine, dtype=src.dtype
         )
         self._sampler: Any = None
 
@@ -235,6 +235,7 @@ class _LazySampler:
                 src.http,
                 src.batch_size,
                 engine=src.engine,
+                dtype=src.dtype,
             )
         s = src.sampling
         params = SamplingParams(

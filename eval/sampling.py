@@ -112,7 +112,9 @@ def sample_candidates(
     from pairrl.eval.models import model_identity
 
     src = cfg.candidates
-    identity = model_identity(src.model, _endpoint(src), src.served_model, engine=src.engine)
+    identity = model_identity(
+        src.model, _endpoint(src), src.served_model, engine=src.engine, dtype=src.dtype
+    )
     cache = StageCache(cache_dir, "samples")
     kit = benchmark_kit(cfg, tasks)
     prompts = {str(t.task_id): kit.generation(t) for t in tasks}
@@ -166,7 +168,13 @@ def _sample_into_cache(
     if src.source == "model":
         check_model_path("candidates.model", src.model)
     sampler = make_sampler(
-        src.model, _endpoint(src), src.served_model, src.http, src.batch_size, engine=src.engine
+        src.model,
+        _endpoint(src),
+        src.served_model,
+        src.http,
+        src.batch_size,
+        engine=src.engine,
+        dtype=src.dtype,
     )
     encode = getattr(sampler, "encode", None)  # an in-process sampler's own prompt tokens
     todo = list(prompts)

@@ -72,15 +72,16 @@ def doctor(
         return
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table(title="pairrl doctor")
-    for column in ("check", "ok", "found", "if missing, disables"):
-        table.add_column(column, overflow="fold")
+    # one line a check, never cut: a path stays whole for copying (the terminal wraps it)
+    console = Console(soft_wrap=True, highlight=False)
+    console.print("[bold]pairrl doctor[/]: what this machine offers (--json for a machine)")
+    width = max(len(c.name) for c in checks)
     for c in checks:
-        mark = "[green]yes[/]" if c.ok else "[red]no[/]"
-        table.add_row(c.name, mark, escape(c.detail), "" if c.ok else escape(c.disables))
-    Console().print(table)
+        mark = "[green]yes[/]" if c.ok else "[red] no[/]"
+        console.print(f"{mark}  {c.name:<{width}}  {escape(c.detail)}")
+        if not c.ok:
+            console.print(f"     {'':<{width}}  disables: {escape(c.disables)}")
 
 
 @app.command("sample")

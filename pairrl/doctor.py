@@ -73,10 +73,38 @@ def check_torch() -> list[Check]:
                 "gpus",
                 False,
                 "no CUDA device visible",
-                "bf16 training, vLLM engines, NCCL multi-GPU; CPU runs the tiny model only",
+                "the GPU configs (configs/qwen3_*), NCCL multi-GPU, TRL's vLLM server-mode "
+                "weight sync; the CPU runs the tiny model and SmolLM2-135M",
             )
         )
     return checks
+
+
+def check_cpu() -> list[Check]:
+    """The CPU's relevant flags, and the dtype each engine gets on it
+    (``pairrl.cpu_dtype``: bfloat16 only where the CPU computes it natively)."""
+    from pairrl.cpu_dtype import dtype_for, read_cpu
+
+    cpu = read_cpu()
+    native = "yes" if cpu.bf16_native else "no"
+    kernels = cpu.kernels or "unknown"
+    auto = dtype_for("auto", cpu)
+    return [
+        Check(
+            "cpu",
+            True,
+            f"{cpu.describe()}; flags: {cpu.shown_flags()}; torch kernels: {kernels} "
+            f"(ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', 'unset')}); "
+            f"native bfloat16: {native}",
+        ),
+        Check(
+            "dtypes",
+            True,
+            f"dtype auto on this CPU: {auto}, for vLLM in-process (candidates.dtype, "
+            f"warm_sample_dtype), vLLM server, transformers sampling; training: model.dtype "
+            f"(default float32; auto: {auto}), a colocated vLLM engine the same",
+        ),
+    ]
 
 
 def check_module(name: str, extra: str, disables: str) -> Check:
@@ -220,7 +248,7 @@ def check_real_model() -> Check:
 
 def run_checks() -> list[Check]:
     """Run every check; never raises."""
-    checks = [check_python(), *check_torch()]
+    checks = [check_python(), *check_torch(), *check_cpu()]
     checks.append(check_module("transformers", "dev", "every model"))
     checks.append(check_module("trl", "dev", "training"))
     checks.append(check_vllm())

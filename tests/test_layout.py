@@ -35,6 +35,7 @@ ALLOWED = {
 ROOT_SHARED = {
     "pairrl.cli_help",
     "pairrl.config",
+    "pairrl.cpu_dtype",
     "pairrl.cpu_floats",
     "pairrl.errors",
     "pairrl.memory",

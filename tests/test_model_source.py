@@ -200,7 +200,9 @@ def test_eval_resolves_a_gguf_at_its_model_checks(
     monkeypatch.setattr(model_source, "_convert", _fake_convert(calls))
     check_model_path("candidates.model", str(path))  # the converted folder has a config.json
     folder = model_source.cached_folder(path).resolve()
-    assert model_identity(str(path), None, "", engine="hf").startswith(f"hf:{folder}:")
+    assert model_identity(str(path), None, "", engine="hf", dtype="float32").startswith(
+        f"hf:{folder}:"
+    )
     assert len(calls) == 1
     with pytest.raises(InputError, match=r"judge\.model: .*gone\.gguf: no such GGUF file"):
         check_model_path("judge.model", str(tmp_path / "gone.gguf"))

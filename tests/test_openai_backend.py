@@ -40,6 +40,7 @@ def server(tiny_model_dir: Path) -> Iterator[str]:
     port = _free_port()
     command = [sys.executable, "-m", "pairrl.rollout.serve", "--model", str(tiny_model_dir)]
     command += ["--port", str(port), "--served-model-name", SERVED, "--device", "cpu"]
+    command += ["--dtype", "float32"]  # compared token for token with the local sampler
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -68,7 +69,7 @@ def server(tiny_model_dir: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def local(tiny_model_dir: Path) -> HFSampler:
-    return HFSampler.from_pretrained(tiny_model_dir, device="cpu")
+    return HFSampler.from_pretrained(tiny_model_dir, device="cpu", dtype="float32")
 
 
 def test_models_endpoint(server: str) -> None:

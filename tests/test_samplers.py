@@ -24,7 +24,8 @@ PROMPTS = [CHAT, "def add(x, y):", [{"role": "user", "content": "hi"}]]
 
 @pytest.fixture(scope="module")
 def sampler(tiny_model_dir) -> HFSampler:
-    return HFSampler.from_pretrained(tiny_model_dir, device="cpu", batch_size=8)
+    # float32 named: log-probs are compared with float32 forwards of the same weights
+    return HFSampler.from_pretrained(tiny_model_dir, device="cpu", batch_size=8, dtype="float32")
 
 
 def _full_forward_logprobs(sampler: HFSampler, prompt, completion: Completion) -> list[float]:
@@ -120,7 +121,7 @@ def test_protocol_and_shapes(sampler: HFSampler) -> None:
 
 def test_seeded_sampling_is_reproducible_and_batch_independent(tiny_model_dir) -> None:
     params = SamplingParams(temperature=1.0, max_tokens=8, seed=11)
-    big = HFSampler.from_pretrained(tiny_model_dir, device="cpu", batch_size=16)
+    big = HFSampler.from_pretrained(tiny_model_dir, device="cpu", batch_size=16, dtype="float32")
     small = HFSampler(big.model, big.tokenizer, batch_size=1)  # every row alone: no padding
     first = big.generate(PROMPTS, 2, params)
     assert first == big.generate(PROMPTS, 2, params)
@@ -173,7 +174,7 @@ def test_stop_string_cuts_text(sampler: HFSampler, position: int) -> None:
 
 
 def test_end_of_sequence_finishes_with_stop(tiny_model_dir) -> None:
-    sampler = HFSampler.from_pretrained(tiny_model_dir, device="cpu")
+    sampler = HFSampler.from_pretrained(tiny_model_dir, device="cpu", dtype="float32")
     (row,) = sampler.generate([CHAT], 1, SamplingParams(temperature=0, max_tokens=5))
     first = row[0].token_ids[0]
     sampler.eos_ids = frozenset({first})  # make the greedy first token the end of sequence

@@ -31,7 +31,8 @@ def sampler(tiny_model_dir: Path) -> Iterator[Any]:
     require_vllm()
     from pairrl.eval.models import vllm_sampler
 
-    yield vllm_sampler(str(tiny_model_dir))
+    # float32 named: the log-probs are compared with transformers' float32 ones
+    yield vllm_sampler(str(tiny_model_dir), "float32")
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,12 @@ class VLLMServer:
         from pairrl.rollout.serve import vllm_server_command, vllm_server_env
 
         command = vllm_server_command(
-            self.model, port=self.port, served_model_name=self.served, eager=True
+            self.model,
+            port=self.port,
+            served_model_name=self.served,
+            eager=True,
+            # the tests compare read-outs with transformers' float32 judge
+            dtype="float32",
         )
         # nobind: the engine keeps the tests' OMP_NUM_THREADS=1 instead of pinning cores.
         env = vllm_server_env(dict(os.environ, VLLM_CPU_OMP_THREADS_BIND="nobind"))

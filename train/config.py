@@ -72,8 +72,12 @@ class ModelConfig(PairrlModel):
     tiny: TinyModelConfig = Field(
         default_factory=TinyModelConfig, description="tiny model size (with build_tiny)"
     )
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        default="float32", description="weights dtype when loading (float32 on CPU)"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="float32",
+        description="weights dtype when loading, and the dtype of a colocated vLLM engine; "
+        "float32 by default (AdamW on bfloat16 weights loses the small updates); auto: on "
+        "CPU bfloat16 where the CPU computes it natively (AMX, AVX512_BF16), else float32 "
+        "(pairrl doctor shows which), bfloat16 on a GPU",
     )
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = Field(
         default=None, description="attention kernel; null lets transformers choose"
@@ -88,6 +92,17 @@ class ModelConfig(PairrlModel):
     lora: LoraConfig | None = Field(
         default=None, description="train LoRA adapters only (pairrl.train.lora); null: all weights"
     )
+
+    def resolved_dtype(self) -> str:
+        """The dtype the weights load in: ``dtype``, with ``auto`` resolved (on CPU by
+        ``pairrl.cpu_dtype``'s rule, bfloat16 on a GPU)."""
+        if self.dtype != "auto":
+            return self.dtype
+        import torch
+
+        from pairrl.cpu_dtype import cpu_dtype
+
+        return "bfloat16" if torch.cuda.is_available() else cpu_dtype("auto")
 
 
 class DataConfig(PairrlModel):

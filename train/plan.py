@@ -233,8 +233,9 @@ def _engine_kwargs(cfg: TrainConfig, plan: RunPlan) -> dict[str, Any]:
             vllm_server_timeout=engine.server_timeout_s,
             vllm_importance_sampling_correction=engine.importance_sampling_correction,
         )
-    if cfg.model.dtype != "float32" or cfg.model.attn_implementation:
-        init: dict[str, Any] = {"dtype": cfg.model.dtype}
+    dtype = cfg.model.resolved_dtype()
+    if dtype != "float32" or cfg.model.attn_implementation:
+        init: dict[str, Any] = {"dtype": dtype}
         if cfg.model.attn_implementation:
             init["attn_implementation"] = cfg.model.attn_implementation
         kwargs["model_init_kwargs"] = init

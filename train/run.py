@@ -207,7 +207,7 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
         pairrl_rollout=rollout,
         advantage=cfg.advantage,
         loss=cfg.loss,
-        dtype=cfg.model.dtype,
+        dtype=cfg.model.resolved_dtype(),
         sample_temperatures=sample_temperatures(
             cfg.sampling.solution.temperature, cfg.sampling.judgement.temperature
         ),

@@ -197,6 +197,7 @@ def eval_config(
             },
             "batch_size": options.eval_batch_size,
             "engine": options.eval_engine,
+            "dtype": cfg.model.dtype,
         }
         selectors = ["random", "agreement", swiss, "oracle"]
     else:
@@ -223,6 +224,8 @@ def eval_config(
                 "seed": cfg.seed + 1,
                 "batch_size": options.eval_batch_size,
                 "engine": options.eval_engine,
+                # measured in the dtype it was trained in
+                "dtype": cfg.model.dtype,
                 "controls": False,
                 "fixed_pairs": pool is not None,
             },

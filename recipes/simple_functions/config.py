@@ -44,7 +44,12 @@ class SimpleFunctionOptions(ComparisonOptions):
     )
     warm_sample_engine: Literal["hf", "vllm"] = Field(
         default="vllm",
-        description="engine of those samples: vllm (in-process, bfloat16) or hf (float32)",
+        description="engine of those samples: vllm (in-process) or hf (transformers)",
+    )
+    warm_sample_dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        default="auto",
+        description="dtype of that engine; auto on CPU: bfloat16 where the CPU computes it "
+        "natively (AMX, AVX512_BF16), else float32 (pairrl doctor shows which)",
     )
     warm_solutions_per_task: int = Field(
         default=2, ge=0, le=16, description="distinct passing blocks taught as solutions per task"

@@ -62,20 +62,25 @@ def sample_completions(
     max_tokens: int,
     seed: int,
     engine: str,
+    dtype: str = "auto",
 ) -> list[list[str]]:
     """``n`` sampled solutions per task from ``model`` (a folder, ``.gguf`` file or
-    ``smollm2``), with ``engine`` ``vllm`` (bfloat16) or ``hf`` (float32), in a child
-    process, so that the engine's memory is the system's again before training starts;
-    failed samples are empty strings."""
+    ``smollm2``), with ``engine`` ``vllm`` (in-process) or ``hf`` (transformers) in
+    ``dtype`` (``auto``: ``pairrl.cpu_dtype.local_dtype``), in a child process, so that the
+    engine's memory is the system's again before training starts; failed samples are empty
+    strings."""
     import multiprocessing
+
+    from pairrl.cpu_dtype import local_dtype
 
     prompts = [kit.generation(task) for task in tasks]
     settings = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
+    dtype = local_dtype(dtype)
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        texts = pool.apply(_sample, (model, prompts, n, settings, engine))
+        texts = pool.apply(_sample, (model, prompts, n, settings, engine, dtype))
     print(
-        f"[pairrl] warm start: sampled {n} x {len(tasks)} solutions with {engine} in "
+        f"[pairrl] warm start: sampled {n} x {len(tasks)} solutions with {engine} ({dtype}) in "
         f"{time.perf_counter() - started:.0f} s (start-up included)",
         flush=True,
     )
@@ -83,7 +88,7 @@ def sample_completions(
 
 
 def _sample(
-    model: str, prompts: list[Any], n: int, settings: dict[str, Any], engine: str
+    model: str, prompts: list[Any], n: int, settings: dict[str, Any], engine: str, dtype: str
 ) -> list[list[str]]:
     from pairrl.rollout.samplers.base import SamplingParams
 
@@ -91,11 +96,11 @@ def _sample(
     if engine == "vllm":
         from pairrl.rollout.samplers import VLLMSampler
 
-        sampler = VLLMSampler(model, dtype="bfloat16", seed=settings["seed"])
+        sampler = VLLMSampler(model, dtype=dtype, seed=settings["seed"])
     else:
         from pairrl.rollout.samplers import HFSampler
 
-        sampler = HFSampler.from_pretrained(model, dtype="float32", batch_size=64)
+        sampler = HFSampler.from_pretrained(model, dtype=dtype, batch_size=64)
     from pairrl.progress import bar
 
     sampling = SamplingParams(**settings)

@@ -70,6 +70,7 @@ class SimpleFunctionRecipe(ComparisonHooks):
             max_tokens=options.warm_sample_max_tokens,
             seed=seed,
             engine=options.warm_sample_engine,
+            dtype=options.warm_sample_dtype,
         )
         executor = Executor(workers=cfg.executor.num_workers, timeout_s=cfg.executor.timeout_s)
         try:

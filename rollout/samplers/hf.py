@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from pairrl.cpu_dtype import cpu_dtype
 from pairrl.model_source import resolve_model_path
 from pairrl.rollout.samplers.base import (
     Completion,
@@ -112,7 +113,9 @@ class HFSampler:
         batch_size: int = 16,
     ) -> HFSampler:
         """Load a model folder, hub id or ``.gguf`` file (its converted folder,
-        ``pairrl.model_source``) with its tokenizer; padding on the left."""
+        ``pairrl.model_source``) with its tokenizer; padding on the left. On CPU ``dtype``
+        ``auto`` follows ``pairrl.cpu_dtype`` (bfloat16 only where the CPU computes it
+        natively); on a GPU it is transformers' (the checkpoint's)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path = resolve_model_path(path)
@@ -120,8 +123,10 @@ class HFSampler:
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         target = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if target == "cpu":
+            dtype = cpu_dtype(dtype)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
         return cls(model.to(target), tokenizer, batch_size=batch_size)
 
     # ---- prompts ---------------------------------------------------------------------------

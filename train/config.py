@@ -96,13 +96,10 @@ class ModelConfig(PairrlModel):
     def resolved_dtype(self) -> str:
         """The dtype the weights load in: ``dtype``, with ``auto`` resolved (on CPU by
         ``pairrl.cpu_dtype``'s rule, bfloat16 on a GPU)."""
-        if self.dtype != "auto":
-            return self.dtype
-        import torch
+        from pairrl.cpu_dtype import local_dtype
 
-        from pairrl.cpu_dtype import cpu_dtype
-
-        return "bfloat16" if torch.cuda.is_available() else cpu_dtype("auto")
+        resolved = local_dtype(self.dtype)
+        return "bfloat16" if resolved == "auto" else resolved
 
 
 class DataConfig(PairrlModel):

@@ -11,6 +11,9 @@ local files through its override variables, offline); step 3 labels the same pro
     # run the printed evalplus.evaluate commands (in a venv with evalplus==0.3.1)
     python benchmarks/evalplus_agreement.py compare --out runs/evalplus [--time-limit fixed]
 
+A CPU k times slower is emulated by dividing the 1 s floor of the time limits by k in both
+harnesses (EvalPlus's ``--min_time_limit``, ``--limit-floor`` here; docs/time_limits.md).
+
 EvalPlus's limits are wall-clock, so its own labels can change between runs on a loaded
 machine; keep each run's results (rename an earlier one to ``..._eval_results.2.json``)
 and the comparison reports every run, counting as false passes only the samples that
@@ -136,7 +139,9 @@ def compare_pool(
     runs = [evalplus_labels(path, samples) for path in results]
     jobs = [ExecJob(tasks[s["task_id"]], s["solution"], str(i)) for i, s in enumerate(samples)]
     t0 = time.perf_counter()
-    with Executor(timeout_s=args.timeout, time_limit=args.time_limit) as executor:
+    with Executor(
+        timeout_s=args.timeout, time_limit=args.time_limit, limit_floor_s=args.limit_floor
+    ) as executor:
         ours = [r.passed for r in executor.run(jobs)]
     wall = time.perf_counter() - t0
     for scope, keep in (("all", lambda s: True), ("without changed signatures", _unchanged)):
@@ -169,6 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for samples and results")
     parser.add_argument("--timeout", type=float, default=3.0, help="fixed limit, seconds")
     parser.add_argument("--time-limit", choices=("fixed", "reference"), default="reference")
+    parser.add_argument(
+        "--limit-floor",
+        type=float,
+        default=1.0,
+        help="floor of the reference rule, seconds (EvalPlus's --min_time_limit; 0.5 here "
+        "and in EvalPlus stands for a CPU twice as slow)",
+    )
     args = parser.parse_args(argv)
     if not (DATA / "README.md").is_file():
         print(f"shared data not found at {DATA}", file=sys.stderr)

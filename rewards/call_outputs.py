@@ -26,7 +26,8 @@ def call_outputs_on(
     """``entry_point(*args)`` of ``code`` on each input, in ``worker``: plain values or
     failures, and whether the worker is still healthy (nothing left behind).
 
-    Each call has its own deadline (``timeout_s``); after a call that kills the candidate
+    Each call has its own limit (``timeout_s`` of the candidate's own clock; its reading is
+    the output's ``wall_s``); after a call that kills the candidate
     the program is loaded afresh for the next input. An infrastructure failure is raised.
     """
     outputs: list[CallOutput] = []
@@ -41,10 +42,11 @@ def call_outputs_on(
             if aborted is not None:
                 outputs.append(CallOutput(failure=f"{aborted.status}: {aborted.reason}"))
                 continue
-        session.deadline = time.monotonic() + timeout_s
+        session.call_limit_s = timeout_s
         t0 = time.monotonic()
         output = _one_call(session, entry_point, args)
-        outputs.append(replace(output, wall_s=time.monotonic() - t0))
+        spent = session.last_call_s  # the call alone, on the candidate's own clock
+        outputs.append(replace(output, wall_s=time.monotonic() - t0 if spent is None else spent))
     if session is not None:
         report = session.end()
         healthy = healthy and not report.get("dirty") and not report.get("survivors")

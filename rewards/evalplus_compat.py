@@ -23,10 +23,13 @@ large integer can pass after a float input), and HumanEval/32's root oracle neve
 a pass (no answer, not even the canonical one, can pass). Here the atol is per input, and
 the root oracle accepts a root within atol, as later EvalPlus releases do.
 
-Time limits. EvalPlus times the canonical solution on every input and gives each input
-``max(1.0 s, 4 x its time)`` (``untrusted_check``); ``reference_limit`` is that rule, used
-by the executor's ``time_limit="reference"`` mode for every task format with a reference
-solution.
+Time limits. EvalPlus times the canonical solution on every input (in its own process,
+once per machine) and gives each input ``max(1.0 s, 4 x its time)`` of wall time around
+``fn(*inp)`` alone (``untrusted_check``); ``reference_limit`` is that rule, used by the
+executor's ``time_limit="reference"`` mode for every task format with a reference
+solution. The executor times the reference on this machine when a task is first judged,
+and times both it and the candidates on the candidate's own clock (wall less waiting for
+a CPU), so that other workers and jobs sharing the CPU do not count (docs/time_limits.md).
 """
 
 from __future__ import annotations

@@ -8,10 +8,13 @@ Infrastructure failures are retried once on a fresh worker, then reported as
 
 Time limits: ``time_limit="fixed"`` gives every candidate ``timeout_s`` (each input of an
 input/output task gets its own ``timeout_s``). ``time_limit="reference"`` is EvalPlus's
-rule for every task with a reference solution: the reference is timed once per task, and
-the candidate gets ``max(limit_floor_s, limit_factor x its time)``: per input for
-input/output tasks, per task (all asserts, or each stdin case) otherwise. Tasks without a
-reference, or whose reference fails its own tests, keep ``timeout_s``.
+rule for every task with a reference solution: the reference is timed here, once per task
+(when first judged), and the candidate gets ``max(limit_floor_s, limit_factor x its
+time)``: per input for input/output tasks, per task (all asserts, or each stdin case)
+otherwise. Tasks without a reference, or whose reference fails its own tests, keep
+``timeout_s``. An input's limit bounds the call alone, on the candidate's own clock (wall
+less waiting for a CPU, kept by the sandbox worker), as is the reference's time: verdicts
+follow neither the load nor the CPU's speed (docs/time_limits.md).
 """
 
 from __future__ import annotations

@@ -57,7 +57,9 @@ class CallOutput:
 
     value: Any = None
     failure: str | None = None
-    wall_s: float = 0.0  # the call's wall time, measured in the trusted parent
+    # the call's time on the candidate's own clock (wall less waiting for a CPU), read by
+    # the sandbox worker; the parent's wall time where the worker gave none
+    wall_s: float = 0.0
 
     @property
     def ok(self) -> bool:

@@ -1,7 +1,7 @@
 """Host side of one sandboxed worker: start it (bubblewrap or a bare process), talk to it.
 
 The worker (``rewards/sandbox_worker.py``) is trusted code running in the sandbox; the
-candidate runs in children it forks. This module never decides pass or fail: it moves
+candidate runs in children it forks (``rewards/sandbox_child.py``). This module never decides pass or fail: it moves
 frames, enforces deadlines and sizes on the reading side, checks every frame's nonce,
 and kills the whole worker (and with it the PID namespace) when anything looks wrong.
 """
@@ -35,20 +35,22 @@ INLINED_MARK = "# sandbox: inlined"
 
 
 def worker_source() -> str:
-    """The worker's source as the sandbox runs it: the codec's, then the worker's without
-    its import of the codec (the marked ``from ... import (...)`` block): the sandbox sees
-    no package to import it from."""
+    """The worker's source as the sandbox runs it: the codec's, the candidate child's, then
+    the worker's, each without its imports of the others (the marked ``from ... import
+    (...)`` blocks): the sandbox sees no package to import them from."""
     here = Path(__file__).parent
     kept: list[str] = []
-    skipping = False
-    for line in (here / "sandbox_worker.py").read_text().splitlines():
-        if line.rstrip().endswith(INLINED_MARK):
-            skipping = True
-        if not skipping:
-            kept.append(line)
-        elif line.strip() == ")":
-            skipping = False
-    return (here / "sandbox_codec.py").read_text() + "\n\n" + "\n".join(kept) + "\n"
+    for name in ("sandbox_codec.py", "sandbox_child.py", "sandbox_worker.py"):
+        skipping = False
+        for line in (here / name).read_text().splitlines():
+            if line.rstrip().endswith(INLINED_MARK):
+                skipping = True
+            if not skipping:
+                kept.append(line)
+            elif line.strip() == ")":
+                skipping = False
+        kept.append("\n")
+    return "\n".join(kept) + "\n"
 
 
 WORKER_SOURCE = worker_source()

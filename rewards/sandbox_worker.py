@@ -10,106 +10,33 @@ length and a JSON object. The parent sends ``load``/``call``/``end``/``stdio`` o
 frame the worker writes back carries the current job's nonce. The candidate runs in a
 forked child that loses the parent channel before any candidate code runs (it talks to
 the worker over a fresh pipe pair), so it can return values but never write a frame the
-parent would take for the worker's. The parent decides pass or fail; nothing here judges.
+parent would take for the worker's. The parent decides pass or fail; nothing here judges,
+except time: a call may carry ``limit_s``, which the worker enforces on the candidate's own
+clock (wall time less the time it waited for a CPU), answering "timeout"; every reply to
+a call carries that clock's reading as "t" (see docs/time_limits.md).
 """
 
 import contextlib
 import json
 import os
-import resource
 import select
 import signal
 import struct
 import sys
 import time
 
-# Dropped when the source is sent to the sandbox, where the codec's source comes first.
+# Dropped when the source is sent to the sandbox, where the codec's and the child's
+# sources come first.
+from pairrl.rewards.sandbox_child import (  # sandbox: inlined
+    child_main,
+)
 from pairrl.rewards.sandbox_codec import (  # sandbox: inlined
-    decode,
-    encode,
     read_frame,
     write_frame,
 )
 
 CONTROL_IN = 0
 CONTROL_OUT = 1
-
-
-# ---------------------------------------------------------------- the child
-def child_main(job, to_worker, from_worker):
-    """Run the candidate: set limits, drop the control channel, serve calls until EOF."""
-    limits = job["limits"]
-    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (limits["as_bytes"], limits["as_bytes"]))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["fsize_bytes"], limits["fsize_bytes"]))
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["nofile"], limits["nofile"]))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    os.setsid()
-    devnull = os.open("/dev/null", os.O_RDWR)
-    # Keep the worker pipes on high fds, then give the candidate /dev/null (or the stdio
-    # pipes) on 0/1/2 so that printing never touches a protocol channel.
-    reply_fd = os.dup2(to_worker, 200)
-    request_fd = os.dup2(from_worker, 201)
-    stdin_fd = job.get("stdin_fd", devnull)
-    stdout_fd = job.get("stdout_fd", devnull)
-    os.dup2(stdin_fd, 0)
-    os.dup2(stdout_fd, 1)
-    os.dup2(devnull if "stdout_fd" not in job else stdout_fd, 2)
-    os.closerange(3, 200)
-    os.chdir("/tmp")
-    if job["op"] == "stdio":
-        run_program(job, reply_fd)
-    namespace = {"__name__": "__candidate__", "__builtins__": __builtins__}
-    try:
-        exec(compile(job["code"], "<candidate>", "exec"), namespace)
-    except BaseException as exc:  # the candidate may raise anything, SystemExit included
-        write_frame(
-            reply_fd, {"k": "load_error", "etype": type(exc).__name__, "msg": str(exc)[:500]}
-        )
-        os._exit(0)
-    write_frame(reply_fd, {"k": "loaded"})
-    while True:
-        request = read_frame(request_fd)
-        if request is None:
-            os._exit(0)
-        reply = {"k": "ret", "seq": request["seq"]}
-        try:
-            fn = namespace[request["name"]]
-            value = fn(*decode(request["args"]), **decode(request["kwargs"]))
-        except BaseException as exc:
-            reply = {
-                "k": "exc",
-                "seq": request["seq"],
-                "etype": type(exc).__name__,
-                "msg": str(exc)[:500],
-            }
-        else:
-            try:
-                reply["v"] = encode(value)
-            except BaseException as exc:
-                reply = {"k": "bad_value", "seq": request["seq"], "msg": str(exc)[:300]}
-        write_frame(reply_fd, reply)
-
-
-def run_program(job, reply_fd):
-    """stdin/stdout task: run the program as __main__; the worker reads stdout."""
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
-    try:
-        exec(compile(job["code"], "<candidate>", "exec"), namespace)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        sys.stdout.flush()
-        write_frame(reply_fd, {"k": "exited", "code": code})
-        os._exit(0)
-    except BaseException as exc:
-        write_frame(
-            reply_fd, {"k": "load_error", "etype": type(exc).__name__, "msg": str(exc)[:500]}
-        )
-        os._exit(0)
-    sys.stdout.flush()
-    write_frame(reply_fd, {"k": "exited", "code": 0})
-    os._exit(0)
 
 
 # ---------------------------------------------------------------- the worker loop
@@ -166,6 +93,7 @@ class Worker:
         self.to_child = None
         self.from_child = None
         self.stdout_r = None
+        self.stat_fd = None  # the child's /proc/<pid>/schedstat, read by child_clock
 
     def send(self, obj):
         obj["nonce"] = self.nonce
@@ -193,6 +121,8 @@ class Worker:
         os.close(child_r)
         os.close(child_w)
         self.child, self.to_child, self.from_child = pid, worker_w, worker_r
+        with contextlib.suppress(OSError):
+            self.stat_fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY)
         if job["op"] == "stdio":
             os.close(in_r)
             os.close(out_w)
@@ -216,8 +146,9 @@ class Worker:
             n -= len(chunk)
         return b"".join(chunks)
 
-    def relay_reply(self, max_bytes, deadline_s):
-        """Forward one framed reply from the child, bounded in size; report a death otherwise.
+    def relay_reply(self, max_bytes, extra):
+        """Forward one framed reply from the child (with ``extra``'s keys, ours, not the
+        child's), bounded in size; report a death otherwise.
 
         Returns False when the parent spoke first (its next frame, an end, is unread).
         """
@@ -246,6 +177,8 @@ class Worker:
             self.send({"k": "garbled"})
             return True
         reply.pop("nonce", None)
+        reply.pop("t", None)
+        reply.update(extra or {})
         self.send(reply)
         return True
 
@@ -299,11 +232,11 @@ class Worker:
 
     def kill_everything(self):
         """Kill the candidate and all it started, reap every child, and check /tmp is clean."""
-        for fd in (self.to_child, self.from_child, self.stdout_r):
+        for fd in (self.to_child, self.from_child, self.stdout_r, self.stat_fd):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self.to_child = self.from_child = self.stdout_r = None
+        self.to_child = self.from_child = self.stdout_r = self.stat_fd = None
         ended = {"how": "none"}
         if self.child is not None:
             with contextlib.suppress(OSError):
@@ -335,13 +268,39 @@ class Worker:
         survivors = max(survivors, 0) if self.kill_all else -1
         return {"ended": ended, "survivors": survivors, "dirty": dirty[:5]}
 
-    def await_child(self, max_bytes, pending):
+    def child_clock(self):
+        """The candidate's own clock: wall time less the time its main thread waited for a
+        CPU (``/proc/<pid>/schedstat``), so that other processes' load does not count."""
+        try:
+            waited = int(os.pread(self.stat_fd, 128, 0).split()[1]) / 1e9
+        except (OSError, ValueError, IndexError, TypeError):
+            waited = 0.0
+        return time.monotonic() - waited
+
+    def timed_call(self, job, start, pending):
+        """Wait for the reply to a call for at most ``limit_s`` of the child's own time
+        (``child_clock`` since ``start``): past it the child is killed and the answer is a
+        timeout. The reply carries that time as "t", taken when its first bytes arrive."""
+        limit, spent = job.get("limit_s"), 0.0
+        while True:
+            wait = None if limit is None else limit - spent
+            if select.select([self.from_child, CONTROL_IN], [], [], wait)[0]:
+                break
+            spent = self.child_clock() - start
+            if spent >= limit:
+                with contextlib.suppress(OSError):
+                    os.kill(self.child, signal.SIGKILL)
+                self.send({"k": "timeout", "t": spent})
+                return
+        self.await_child(job["max_reply_bytes"], pending, {"t": self.child_clock() - start})
+
+    def await_child(self, max_bytes, pending, extra=None):
         """Relay the child's next frame; meanwhile an end kills it, other ops wait in line.
 
         The parent may send the first call right behind a load without waiting for the
         "loaded" frame: such ops are kept in ``pending`` and served in order afterwards.
         """
-        while not self.relay_reply(max_bytes, None):
+        while not self.relay_reply(max_bytes, extra):
             nxt = read_frame(CONTROL_IN)
             if nxt is None or nxt["op"] == "end":
                 self.send({"k": "ended", **self.kill_everything()})
@@ -369,6 +328,7 @@ class Worker:
                 if self.to_child is None:
                     self.send({"k": "no_child"})
                     continue
+                start = self.child_clock()
                 try:
                     write_frame(
                         self.to_child,
@@ -382,7 +342,7 @@ class Worker:
                 except OSError:
                     self.send({"k": "died", **self.reap_child()})
                     continue
-                self.await_child(job["max_reply_bytes"], pending)
+                self.timed_call(job, start, pending)
             elif op == "end":
                 self.send({"k": "ended", **self.kill_everything()})
             elif op == "ping":

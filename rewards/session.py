@@ -18,6 +18,12 @@ from typing import Any
 from pairrl.rewards.plain_data import decode, encode
 from pairrl.rewards.sandbox import ProtocolViolation, SandboxWorker
 
+# A call with ``call_limit_s`` is stopped by the worker after that much of the candidate's
+# own time (wall less waiting for a CPU); the parent's wall deadline is then only a backstop
+# (a wedged worker, a machine loaded far past its cores).
+BACKSTOP_FACTOR = 5.0
+BACKSTOP_EXTRA_S = 2.0
+
 
 class CandidateAborted(BaseException):
     """The candidate's run is over (timeout, death, limit, non-plain value); never a pass."""
@@ -62,7 +68,9 @@ def describe_death(report: dict[str, Any]) -> tuple[str, str]:
 
 
 class CandidateSession:
-    """Drives one candidate in one worker against a wall deadline."""
+    """Drives one candidate in one worker against a wall deadline, or, for each call while
+    ``call_limit_s`` is set, against that limit on the candidate's own clock (measured and
+    enforced by the worker; ``last_call_s`` is the last call's reading)."""
 
     def __init__(self, worker: SandboxWorker, code: str, timeout_s: float) -> None:
         self.worker = worker
@@ -70,6 +78,8 @@ class CandidateSession:
         self.timeout_s = timeout_s
         self.cpu_s = math.ceil(timeout_s) + 1
         self.deadline = time.monotonic() + timeout_s
+        self.call_limit_s: float | None = None
+        self.last_call_s: float | None = None
         self.sticky: CandidateAborted | None = None
         self.raised_ids: set[int] = set()
         self.seq = 0
@@ -160,25 +170,33 @@ class CandidateSession:
         except (TypeError, ValueError) as exc:
             raise InfrastructureError(f"test passes a non-plain argument: {exc}") from exc
         self.seq += 1
+        frame = {
+            "op": "call",
+            "seq": self.seq,
+            "name": name,
+            "args": encoded_args,
+            "kwargs": encoded_kwargs,
+            "max_reply_bytes": self.worker.limits.max_reply_bytes,
+        }
+        limit = self.call_limit_s
+        if limit is not None:
+            frame["limit_s"] = limit
+            self.deadline = time.monotonic() + BACKSTOP_FACTOR * limit + BACKSTOP_EXTRA_S
+        self.last_call_s = None
         try:
-            self.worker.send(
-                {
-                    "op": "call",
-                    "seq": self.seq,
-                    "name": name,
-                    "args": encoded_args,
-                    "kwargs": encoded_kwargs,
-                    "max_reply_bytes": self.worker.limits.max_reply_bytes,
-                }
-            )
+            self.worker.send(frame)
         except ProtocolViolation as exc:
             raise InfrastructureError(str(exc)) from exc
         if self.loading and self.settle() is not None:
             raise self.sticky  # type: ignore[misc]
         reply = self._receive()
         if reply is None:
-            raise self.abort("timeout", f"ran past {self.timeout_s:g} s")
+            raise self.abort("timeout", f"ran past {limit or self.timeout_s:g} s (wall)")
         kind = reply.get("k")
+        spent = reply.get("t")
+        self.last_call_s = float(spent) if isinstance(spent, int | float) else None
+        if kind == "timeout":
+            raise self.abort("timeout", f"ran past {limit or self.timeout_s:g} s of its own time")
         if kind in ("ret", "exc", "bad_value") and reply.get("seq") != self.seq:
             raise self.abort("runtime_error", "reply out of sequence (forged channel)")
         if kind == "ret":

@@ -300,16 +300,17 @@ def run_io_tests(
     """Call the entry point on each input with a usable expected value; stop at the first miss.
 
     Inputs where the canonical solution itself fails are not tests (not counted). Each
-    input has its own wall limit: ``limits[i]``, else the session's timeout.
+    input has its own limit on the candidate's own clock: ``limits[i]``, else the
+    session's timeout.
     """
     n_tests, n_passed = sum(exp.ok for exp in expected), 0
     for index, (args, exp) in enumerate(zip(spec.inputs, expected, strict=True)):
         if not exp.ok:
             continue  # the canonical solution fails here: not a test
         # EvalPlus-style: each input has its own time limit, so a correct solution is not
-        # failed for the sheer number of inputs.
-        limit = limits[index] if limits is not None else session.timeout_s
-        session.deadline = time.monotonic() + limit
+        # failed for the sheer number of inputs; it bounds the call alone, on the
+        # candidate's own clock (the worker's), as EvalPlus times only ``fn(*inp)``.
+        session.call_limit_s = limits[index] if limits is not None else session.timeout_s
         try:
             out = session.call(task.entry_point, tuple(args), {})
         except CandidateAborted as aborted:

@@ -97,7 +97,7 @@ def build_judge(
             "judge selectors need judge.model or judge.endpoint (or a generator model/endpoint)"
         )
     if mode == "compute":
-        from pairrl.eval.sampling import check_model_path
+        from pairrl.model_paths import check_model_path
 
         check_model_path("judge.model", model)
     sampler = (

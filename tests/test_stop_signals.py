@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -194,9 +195,14 @@ def test_ctrl_c_outside_a_step_is_one_error_line(
 
     monkeypatch.setattr(pairrl.memory, "reuse_freed_memory", lambda: None)
     monkeypatch.setattr(pairrl.train.run, "run_training", interrupted)
-    result = invoke_train([str(TINY_CONFIG), "--out", str(tmp_path / "run")])
+    run = tmp_path / "run"
+    result = invoke_train([str(TINY_CONFIG), "--out", str(run)])
     assert result.exit_code == 130
-    assert result.output.strip() == "error: interrupted (Ctrl-C) outside a training step"
+    assert result.output.strip() == (
+        f"error: interrupted (Ctrl-C) outside a training step; {run} keeps the stages that "
+        f"finished and the last checkpoint; continue with:\n"
+        f"  pairrl train {TINY_CONFIG} --out {run}"  # no checkpoint yet: not --resume
+    )
 
 
 def train_args(model: Path, out: Path) -> list[str]:
@@ -238,3 +244,80 @@ def test_signal_to_pairrl_train_checkpoints_and_prints_the_resume_line(
     assert record["resume_command"] == resume
     assert stdout.rstrip().endswith(resume)
     assert f"{sig.name}: saving a checkpoint at step {step}" in stdout
+
+
+def job_processes(root: int) -> list[int]:
+    """``root`` and every process descended from it, whatever their session (Slurm stops a
+    job step by its cgroup, not by a process group)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with suppress(OSError, IndexError, ValueError):
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    found, frontier = [root], [root]
+    while frontier:
+        children = [pid for pid, ppid in parents.items() if ppid in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def test_sigterm_to_every_process_with_wandb_logging_keeps_the_checkpoint(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """Slurm's stop: SIGTERM to every process of the job, W&B's helper (wandb-core) among
+    them. Its death must not cost the step: the checkpoint is written, exit 0."""
+    out = tmp_path / "run"
+    args = train_args(tiny_model_dir, out)
+    args[args.index("logging.wandb=disabled")] = "logging.wandb=offline"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_DIR": str(tmp_path)}
+    proc = subprocess.Popen([PAIRRL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=REPO, start_new_session=True)  # fmt: skip
+    log = out / "train_log.jsonl"
+    deadline = time.monotonic() + 600
+    while not (log.is_file() and log.read_text().strip()) and proc.poll() is None:
+        assert time.monotonic() < deadline, "no training step within 600 s"
+        time.sleep(0.1)
+    for pid in job_processes(proc.pid):  # as Slurm does: every process of the job,
+        with suppress(ProcessLookupError):  # wandb-core (a session of its own) included
+            os.kill(pid, signal.SIGTERM)
+    code, stdout, stderr = wait_ended(proc, within_s=60)
+
+    assert code == 0, stdout[-2000:] + stderr[-3000:]
+    assert "Traceback" not in stdout + stderr, stderr[-3000:]
+    record = json.loads((out / "run.json").read_text())
+    step = record["interrupted_at_step"]
+    assert (out / f"checkpoint-{step}" / "trainer_state.json").is_file()
+
+
+@pytest.mark.parametrize("whom", ["main", "group"])
+def test_sigterm_during_the_warm_start_is_one_line_and_the_command_that_continues(
+    tiny_model_dir: Path, tmp_path: Path, whom: str
+) -> None:
+    """No training step to finish: exit 143 within 25 s, one line naming the command that
+    continues (no checkpoint yet, so not --resume), no traceback."""
+    out = tmp_path / "run"
+    args = train_args(tiny_model_dir, out)
+    args[args.index("warm_start.steps=0")] = "warm_start.steps=100000"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    stdout_file, stderr_file = tmp_path / "stdout", tmp_path / "stderr"
+    with stdout_file.open("w") as stdout_fh, stderr_file.open("w") as stderr_fh:
+        proc = subprocess.Popen([PAIRRL, *args], stdout=stdout_fh, stderr=stderr_fh,
+                                text=True, env=env, cwd=REPO, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while "warm start (SFT): started" not in stdout_file.read_text() + stderr_file.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None, "no warm start in 300 s"
+        time.sleep(0.1)
+    time.sleep(1.0)  # into its SFT steps
+    if whom == "group":
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    stopped = time.monotonic()
+    code = proc.wait(timeout=60)
+    stdout, stderr = stdout_file.read_text(), stderr_file.read_text()
+
+    assert time.monotonic() - stopped < 25
+    assert code == 143, stdout[-2000:] + stderr[-3000:]
+    assert "Traceback" not in stdout + stderr, stderr[-3000:]
+    assert f"error: interrupted (SIGTERM) outside a training step; {out} keeps" in stderr
+    assert stderr.rstrip().endswith(shlex.join(["pairrl", *args]))

@@ -171,6 +171,8 @@ def test_pairrl_cpu_run_metrics_wandb_and_resume(warm_tiny_model: Path, tmp_path
 
 def test_resume_without_checkpoint_fails_clearly(tmp_path: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")  # a model folder (never loaded)
     args = train_args(tmp_path / "model", tmp_path / "empty", 1, "--resume")
     proc = subprocess.run([PAIRRL, *args], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 2

@@ -18,6 +18,11 @@ the step ending, stops the process at once with exit status 128 + the signal's n
 stays the one to resume from.
 
 Wire it in with `trainer.add_callback(CheckpointOnSignal())` before `trainer.train()`.
+
+Outside a training step (loading, the warm start, the benchmark after training) there is
+no step to finish: :func:`stop_raises` turns SIGTERM into :class:`StopRequested` there, as
+Python turns Ctrl-C into ``KeyboardInterrupt``, so that the stages' own cleanup runs (pools
+and sandboxes shut down) and the command reports the stop in one line.
 """
 
 from __future__ import annotations
@@ -27,12 +32,20 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-__all__ = ["DEFAULT_GRACE_S", "GRACE_ENV", "CheckpointOnSignal", "grace_from_env"]
+__all__ = [
+    "DEFAULT_GRACE_S",
+    "GRACE_ENV",
+    "CheckpointOnSignal",
+    "StopRequested",
+    "grace_from_env",
+    "stop_raises",
+]
 
 GRACE_ENV = "PAIRRL_STOP_GRACE_S"
 # Long enough for a large model's step to end and checkpoint; a bound, not a wait.
@@ -74,6 +87,30 @@ def _stop_now(signum: int, why: str, flush: bool) -> None:
         with contextlib.suppress(Exception):  # a stream the interrupted code was writing
             stream.flush()
     os._exit(128 + signum)
+
+
+class StopRequested(BaseException):
+    """A stop signal arrived outside a training step (``signum``: which)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise StopRequested(signum)
+
+
+@contextlib.contextmanager
+def stop_raises(signals: tuple[int, ...] = (signal.SIGTERM,)) -> Iterator[None]:
+    """Within the block, ``signals`` raise :class:`StopRequested` in the main thread (a
+    :class:`CheckpointOnSignal` takes them over while it trains, then gives them back)."""
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class CheckpointOnSignal(TrainerCallback):

@@ -19,26 +19,25 @@ import json
 import os
 import re
 import shutil
-import struct
-import zipfile
 from pathlib import Path
 from typing import Any
+
+from pairrl.errors import InputError
+from pairrl.weight_files import file_problem, holds_weights
 
 __all__ = [
     "STAGING_DIR",
     "AtomicCheckpoints",
     "checkpoint_folders",
     "checkpoint_problem",
+    "checkpoint_step",
+    "copy_model_files",
     "last_intact_checkpoint",
     "publish_folder",
 ]
 
 STAGING_DIR = ".checkpoint-staging"
 _CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")  # transformers' own naming
-_TORCH_SUFFIXES = {".pt", ".pth", ".bin"}  # torch.save files (a zip archive since torch 1.6)
-# model weights as transformers, PEFT, FSDP (sharded .distcp) and DeepSpeed (ZeRO-3 states) save them
-_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".distcp"}
-_DEEPSPEED_WEIGHTS = "model_states.pt"
 
 
 def checkpoint_folders(run_dir: Path) -> list[Path]:
@@ -49,6 +48,14 @@ def checkpoint_folders(run_dir: Path) -> list[Path]:
         (int(m.group(1)), p) for p in run_dir.iterdir() if (m := _CHECKPOINT_NAME.match(p.name))
     ]
     return [p for _, p in sorted(found) if p.is_dir()]
+
+
+def checkpoint_step(folder: Path) -> int:
+    """The step of a ``checkpoint-N`` folder (N)."""
+    match = _CHECKPOINT_NAME.match(folder.name)
+    if match is None:
+        raise ValueError(f"{folder} is not a checkpoint-N folder")
+    return int(match.group(1))
 
 
 def last_intact_checkpoint(run_dir: Path) -> tuple[Path | None, list[str]]:
@@ -77,64 +84,16 @@ def checkpoint_problem(folder: Path) -> str | None:
         return "no trainer_state.json (its save did not finish)"
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     for path in files:
-        problem = _file_problem(path)
+        problem = file_problem(path)
         if problem is not None:
             return f"{path.relative_to(folder)} {problem}"
     recorded = json.loads(state.read_text())
     recorded = recorded.get("global_step") if isinstance(recorded, dict) else None
     if recorded != step:
         return f"trainer_state.json records step {recorded}, not {step}"
-    if not any(_holds_weights(p) for p in files):
+    if not any(holds_weights(p) for p in files):
         return "no model weights (*.safetensors, *.bin, *.distcp or DeepSpeed model states)"
     return None
-
-
-def _holds_weights(path: Path) -> bool:
-    return path.suffix in _WEIGHT_SUFFIXES or path.name.endswith(_DEEPSPEED_WEIGHTS)
-
-
-def _file_problem(path: Path) -> str | None:
-    """What is wrong with one file of a checkpoint, judged by its kind; None when whole."""
-    if path.stat().st_size == 0:
-        return "is empty"
-    if path.suffix == ".json":
-        try:
-            record = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return "is not valid JSON (cut short?)"
-        return _index_problem(path, record) if path.name.endswith(".index.json") else None
-    if path.suffix == ".safetensors":
-        return _safetensors_problem(path)
-    if path.suffix in _TORCH_SUFFIXES and not zipfile.is_zipfile(path):
-        return "is not a whole torch file (its zip directory is missing: cut short?)"
-    return None
-
-
-def _safetensors_problem(path: Path) -> str | None:
-    """A safetensors file is an 8-byte header length, a JSON header, then the tensors'
-    bytes; the header's largest data offset says how long the file must be."""
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        head = fh.read(8)
-        (header_len,) = struct.unpack("<Q", head) if len(head) == 8 else (size,)
-        if 8 + header_len > size:
-            return f"is cut short ({size} bytes, its header alone needs {8 + header_len})"
-        try:
-            header = json.loads(fh.read(header_len))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return "has an unreadable header"
-    ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
-    expected = 8 + header_len + max(ends, default=0)
-    if size != expected:
-        return f"is {size} bytes, its header says {expected} (cut short?)"
-    return None
-
-
-def _index_problem(path: Path, index: Any) -> str | None:
-    """A sharded model's index names its shard files; each must be there."""
-    shards = set(index.get("weight_map", {}).values()) if isinstance(index, dict) else set()
-    missing = sorted(s for s in shards if not (path.parent / s).is_file())
-    return f"names missing shards: {', '.join(missing)}" if missing else None
 
 
 def publish_folder(staged: Path, target: Path) -> None:
@@ -146,6 +105,29 @@ def publish_folder(staged: Path, target: Path) -> None:
         os.replace(target, replaced)
     os.replace(staged, target)
     shutil.rmtree(replaced, ignore_errors=True)
+
+
+# a checkpoint's training state, beside the model files a save_pretrained folder holds
+_TRAINING_STATE = ("optimizer", "scheduler", "rng_state", "trainer_state", "training_args")
+
+
+def copy_model_files(checkpoint: Path, out: Path) -> None:
+    """Copy ``checkpoint``'s model files (weights or adapter, config, tokenizer: its top
+    level, less the optimiser, scheduler, RNG and trainer state) into a new folder ``out``;
+    raise :class:`InputError` when it holds no consolidated weights (DeepSpeed ZeRO-3
+    without ``stage3_gather_16bit_weights_on_model_save`` keeps only shards)."""
+    files = [
+        p for p in checkpoint.iterdir() if p.is_file() and not p.name.startswith(_TRAINING_STATE)
+    ]
+    if not any(holds_weights(p) and p.name != "model_states.pt" for p in files):
+        raise InputError(
+            f"{checkpoint} holds no consolidated model weights to make final/ from (sharded "
+            "DeepSpeed or FSDP states only): export them with the checkpoint's own tools "
+            "(zero_to_fp32.py), or save 16-bit weights in checkpoints"
+        )
+    out.mkdir(parents=True)
+    for path in files:
+        shutil.copy2(path, out / path.name)
 
 
 class AtomicCheckpoints:

@@ -13,7 +13,9 @@ run has done what it could. A second signal stops it at once (exit 143 or 130).
 from __future__ import annotations
 
 import json
+import os
 import shlex
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -56,9 +58,11 @@ def train_cmd(
     """Train with PairRL (or the PointRL / GRPO baselines) on TRL's GRPOTrainer."""
     from pairrl.config import ConfigError, load_config
     from pairrl.errors import InputError
+    from pairrl.model_paths import check_model_path
     from pairrl.train.config import TrainConfig
     from pairrl.train.data import check_data_source
     from pairrl.train.plan import format_plan, resolve_plan
+    from pairrl.train.run_folder import check_run_folder
     from pairrl.train.task_family import resolve_recipe
 
     try:
@@ -66,6 +70,9 @@ def train_cmd(
         resolve_recipe(cfg.recipe)  # a recipe's options fail here too, before any model loads
         check_data_source(cfg.data)  # and a missing task file
         plan = resolve_plan(cfg, num_processes=processes if dry_run else None, out=out)
+        check_run_folder(Path(plan.output_dir))  # before any work, as are the model files
+        if not cfg.model.build_tiny:  # a GGUF converts at its first load, not here
+            check_model_path("model.path", cfg.model.path, convert=False, hub=False)
     except (ConfigError, InputError) as err:
         _fail(err)
     if dry_run:
@@ -75,28 +82,51 @@ def train_cmd(
             typer.echo(f"plan for {config} (dry run, no model loaded)")
             typer.echo(format_plan(plan))
         return
-    summary = _train(cfg, plan, resume)
+    resume_line = resume_command(config, plan.output_dir, set_)
+    summary = _train(cfg, plan, resume, resume_line)
     if summary["main_process"]:  # one summary per launch, not one per process
-        _report(summary, cfg.logging.console, resume_command(config, summary["run_dir"], set_))
+        _report(summary, cfg.logging.console, resume_line)
 
 
-def _train(cfg: TrainConfig, plan: RunPlan, resume: bool) -> dict[str, Any]:
+def _continue_line(run_dir: Path, resume_line: str) -> str:
+    """The command that continues a stopped run: ``--resume`` once a checkpoint exists;
+    before one, the command itself (a finished warm start is reused, not redone)."""
+    from pairrl.train.checkpoints import checkpoint_folders
+
+    if checkpoint_folders(run_dir):
+        return resume_line
+    return resume_line.removesuffix(" --resume")
+
+
+def _train(cfg: TrainConfig, plan: RunPlan, resume: bool, resume_line: str) -> dict[str, Any]:
     """The run (``pairrl.train.run``), with glibc's memory reuse set before any tensor:
     training steps change their tensors' sizes every step, and glibc's defaults would map
-    and fault in fresh pages each time (``pairrl.memory`` says why)."""
+    and fault in fresh pages each time (``pairrl.memory`` says why). A stop outside a
+    training step (Ctrl-C, SIGTERM) is one line naming the command that continues."""
     from pairrl.config import ConfigError
     from pairrl.errors import InputError
     from pairrl.memory import reuse_freed_memory
+    from pairrl.train.checkpoint_on_signal import StopRequested, stop_raises
     from pairrl.train.run import run_training
 
     reuse_freed_memory()
+    # the main process only: a rank blocked in a collective must still die on SIGTERM
+    stops = stop_raises() if os.environ.get("RANK", "0") == "0" else nullcontext()
     try:
-        return run_training(cfg, plan, resume=resume)
+        with stops:
+            return run_training(cfg, plan, resume=resume)
     except (ConfigError, InputError) as err:  # InputError: a dataset's row or column
         _fail(err)
-    except KeyboardInterrupt:  # Ctrl-C outside a training step (loading, warm start)
-        typer.echo("error: interrupted (Ctrl-C) outside a training step", err=True)
-        raise typer.Exit(130) from None
+    except (KeyboardInterrupt, StopRequested) as stop:  # loading, warm start, benchmark
+        name = "Ctrl-C" if isinstance(stop, KeyboardInterrupt) else str(stop)
+        typer.echo(
+            f"error: interrupted ({name}) outside a training step; {plan.output_dir} keeps "
+            "the stages that finished and the last checkpoint; continue with:\n  "
+            + _continue_line(Path(plan.output_dir), resume_line),
+            err=True,
+        )
+        code = 130 if isinstance(stop, KeyboardInterrupt) else 128 + stop.signum
+        raise typer.Exit(code) from None
 
 
 def resume_command(config: Path, run_dir: str, overrides: list[str]) -> str:

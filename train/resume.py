@@ -23,7 +23,7 @@ from typing import Any
 
 from pairrl.config import ConfigError
 from pairrl.errors import InputError
-from pairrl.train.checkpoints import checkpoint_folders, last_intact_checkpoint
+from pairrl.train.checkpoints import checkpoint_folders, checkpoint_step, last_intact_checkpoint
 from pairrl.train.config import TrainConfig
 
 __all__ = [
@@ -62,6 +62,11 @@ class ResumePoint:
         self.checkpoint = checkpoint
         self.skipped = skipped
         self.changes = changes
+
+    @property
+    def step(self) -> int:
+        """The optimiser steps the checkpoint holds (``checkpoint-N``: N)."""
+        return checkpoint_step(self.checkpoint)
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -117,6 +122,12 @@ def resume_point(cfg: TrainConfig, run_dir: Path) -> ResumePoint:
         raise InputError(
             f"--resume: no intact checkpoint in {run_dir} ({'; '.join(skipped)}); "
             "start a new run with another --out"
+        )
+    if checkpoint_step(checkpoint) > cfg.batch.max_steps:
+        raise InputError(
+            f"--resume: {checkpoint} holds {checkpoint_step(checkpoint)} steps, more than "
+            f"batch.max_steps={cfg.batch.max_steps}; resume with batch.max_steps >= "
+            f"{checkpoint_step(checkpoint)} (a checkpoint cannot be untrained)"
         )
     return ResumePoint(checkpoint, skipped, changes)
 

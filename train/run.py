@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -22,11 +23,12 @@ from pairrl.config import ConfigError
 from pairrl.cpu_floats import denormals_flushed
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Conversation, PromptKit
-from pairrl.train.checkpoints import checkpoint_folders
+from pairrl.train.checkpoints import checkpoint_folders, copy_model_files, publish_folder
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
 from pairrl.train.resume import CONFIG_RECORD, ResumePoint, resume_point
+from pairrl.train.run_folder import RunLock, lock_run_folder
 from pairrl.train.task_family import FinishedRun, TaskFamily, task_family
 from pairrl.versions import library_versions
 
@@ -41,6 +43,7 @@ class _Setup:
     state: Any  # accelerate.PartialState
     run_dir: Path
     resume: ResumePoint | None
+    lock: RunLock | None  # the run folder's, held by the main process
 
     @property
     def checkpoint(self) -> str | None:
@@ -84,6 +87,7 @@ def _setup(cfg: TrainConfig, plan: RunPlan, resume: bool) -> _Setup:
             [f"planned for {plan.num_processes} processes, launched with {state.num_processes}"],
         )
     run_dir.mkdir(parents=True, exist_ok=True)
+    lock = lock_run_folder(run_dir) if state.is_main_process else None
     _setup_wandb_env(cfg, run_dir)
     if state.is_main_process and point is None:
         (run_dir / CONFIG_RECORD).write_text(json.dumps(cfg.model_dump(), indent=2))
@@ -92,7 +96,7 @@ def _setup(cfg: TrainConfig, plan: RunPlan, resume: bool) -> _Setup:
         for note in point.skipped:
             print(f"[pairrl] --resume: passing over {note}", file=sys.stderr)
         print(f"[pairrl] --resume: resuming from {point.checkpoint}", file=sys.stderr)
-    return _Setup(args, state, run_dir, point)
+    return _Setup(args, state, run_dir, point, lock)
 
 
 def _setup_wandb_env(cfg: TrainConfig, run_dir: Path) -> None:
@@ -175,6 +179,7 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
     from pairrl.train.lora import check_targets, peft_config
     from pairrl.train.reward_funcs import pair_verification, solution_correctness
     from pairrl.train.row_temperatures import sample_temperatures
+    from pairrl.train.tolerant_wandb import use_tolerant_wandb
     from pairrl.train.trainer import PairRLTrainer, StepTimer
 
     dataset, tasks_by_prompt, duplicates = build_dataset(source.tasks, source.prompts.generation)
@@ -213,6 +218,7 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
         ),
     )
     timer.trainer = trainer
+    use_tolerant_wandb(trainer)  # a W&B failure (its helper killed by a stop) costs no step
     if cfg.logging.console == "progress":
         from pairrl.train.progress import StepProgress, quiet_console
 
@@ -227,6 +233,15 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     started_at = time.time()
     setup = _setup(cfg, plan, resume)  # first: a refused resume fails before libraries load
+    try:
+        return _run(cfg, setup, started_at)
+    finally:
+        if setup.lock is not None:
+            setup.lock.release()
+
+
+def _run(cfg: TrainConfig, setup: _Setup, started_at: float) -> dict[str, Any]:
+    """The run after its setup: source, policy, training, and the finish or the stop."""
     if cfg.logging.console == "progress":
         quiet_libraries()
     source = _source(cfg)
@@ -237,7 +252,7 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
         started = time.perf_counter()
         try:
             with denormals_flushed():  # on one thread only (pairrl.cpu_floats says why)
-                trainer.train(resume_from_checkpoint=setup.checkpoint)
+                _train(trainer, setup)
         finally:
             training.executor.close()
         wall = time.perf_counter() - started
@@ -252,6 +267,25 @@ def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[
                 "wall_s": round(wall, 2),
             }
         return _finish(cfg, setup, source, policy, training, wall, started_at, beside)
+
+
+def _train(trainer: Any, setup: _Setup) -> None:
+    """Train from step 0 or from the resumed checkpoint. A checkpoint at ``max_steps``
+    already holds the trained model (the stop came after training): only its state is read
+    and the Trainer's loop is not entered, since that loop takes a step before it first
+    checks ``max_steps``; the finish copies the checkpoint's weights (``_save_final``)."""
+    if not _trained(setup):
+        trainer.train(resume_from_checkpoint=setup.checkpoint)
+        return
+    from transformers import TrainerState
+
+    state_file = setup.resume.checkpoint / "trainer_state.json"  # type: ignore[union-attr]
+    trainer.state = TrainerState.load_from_json(str(state_file))
+
+
+def _trained(setup: _Setup) -> bool:
+    """Whether the run resumes from a checkpoint at ``max_steps``: training is done."""
+    return setup.resume is not None and setup.resume.step >= setup.args.max_steps
 
 
 def _beside_training(
@@ -301,7 +335,7 @@ def _finish(
     """Save the final model and the metrics file; run the recipe's hook; summarise."""
     run_dir, is_main, trainer = setup.run_dir, setup.state.is_main_process, training.trainer
     final_dir = run_dir / "final"
-    trainer.save_model(str(final_dir))
+    _save_final(trainer, final_dir, is_main, setup.resume.checkpoint if _trained(setup) else None)
     log_history = trainer.state.log_history
     if is_main:
         with (run_dir / "metrics.jsonl").open("w") as fh:
@@ -341,6 +375,25 @@ def _finish(
         "last_metrics": history[-1] if history else {},
         "libraries": library_versions(),
     }
+
+
+def _save_final(trainer: Any, final_dir: Path, is_main: bool, trained: Path | None) -> None:
+    """``final/`` whole or absent, as a checkpoint: written next to it, then renamed into
+    place. Every process takes part in the save (sharded models are gathered); the main
+    one renames. ``trained``: the checkpoint at ``max_steps`` a resumed run ends with, whose
+    model files (weights or adapter, config, tokenizer) are copied instead."""
+    staged = final_dir.parent / f".{final_dir.name}-staging"
+    if is_main:
+        shutil.rmtree(staged, ignore_errors=True)
+    trainer.accelerator.wait_for_everyone()
+    if trained is None:
+        trainer.save_model(str(staged))
+    elif is_main:
+        copy_model_files(trained, staged)
+    trainer.accelerator.wait_for_everyone()
+    if is_main:
+        publish_folder(staged, final_dir)
+    trainer.accelerator.wait_for_everyone()
 
 
 def _warm_start_wall(report: dict[str, Any] | None) -> dict[str, float]:

@@ -128,7 +128,7 @@ class Beside:
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_lane,
-            initargs=(link, theirs, self.cfg.logging.console == "progress"),
+            initargs=(os.getpid(), link, theirs, self.cfg.logging.console == "progress"),
         )
         self.side_by_side = True
         args = (self.cfg, self.options, self.run_dir)
@@ -204,12 +204,15 @@ def _report_failure(future: Future[Any]) -> None:
         )
 
 
-def _start_lane(link: Any, threads: int, quiet: bool) -> None:
-    """The second process's start: its bars and prints on the main display (attached
-    first, so that the libraries' log handlers write to the forwarded streams), its share
-    of the threads, glibc's memory reuse as in ``pairrl train``."""
+def _start_lane(parent: int, link: Any, threads: int, quiet: bool) -> None:
+    """The second process's start: it ends with ``parent`` (the job), its bars and prints
+    on the main display (attached first, so that the libraries' log handlers write to the
+    forwarded streams), its share of the threads, glibc's memory reuse as in
+    ``pairrl train``."""
+    from pairrl.child_process import die_with_parent
     from pairrl.memory import reuse_freed_memory
 
+    die_with_parent(parent)
     reuse_freed_memory()
     if link is not None:
         from pairrl.progress import attach

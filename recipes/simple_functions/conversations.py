@@ -18,6 +18,7 @@ warm start teaches the two formats, not the answers:
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -71,13 +72,16 @@ def sample_completions(
     strings."""
     import multiprocessing
 
+    from pairrl.child_process import die_with_parent
     from pairrl.cpu_dtype import local_dtype
 
     prompts = [kit.generation(task) for task in tasks]
     settings = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
     dtype = local_dtype(dtype)
     started = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
+    # the sampler ends with this process, however it ends (pairrl.child_process)
+    spawn = multiprocessing.get_context("spawn")
+    with spawn.Pool(1, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         texts = pool.apply(_sample, (model, prompts, n, settings, engine, dtype))
     print(
         f"[pairrl] warm start: sampled {n} x {len(tasks)} solutions with {engine} ({dtype}) in "

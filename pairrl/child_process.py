@@ -1,0 +1,33 @@
+"""Worker processes that end with the process that started them.
+
+A job stopped by a signal to its main process only (``kill PID``, ``timeout``, a
+scheduler that signals one process) ends that process; a worker it started through
+``multiprocessing`` (an engine that samples in a child so that its memory is freed
+afterwards, the second lane of a side-by-side run) would be re-parented and go on
+computing for a job that has ended. :func:`die_with_parent`, the first thing such a
+worker runs (a pool's ``initializer``), asks Linux to send it SIGKILL when its parent
+ends (``PR_SET_PDEATHSIG``); elsewhere it does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+__all__ = ["die_with_parent"]
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent ends; end now if ``parent_pid`` has already
+    ended (it may end between the fork and this call)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+        return  # not allowed here: the worker lives as before
+    if os.getppid() != parent_pid:
+        os._exit(1)

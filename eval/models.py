@@ -62,11 +62,26 @@ def model_identity(
     digest = hashlib.sha256()
     for item in sorted(path.iterdir()):
         if item.is_file() and item.suffix in {".json", ".safetensors", ".bin", ".jinja", ".txt"}:
-            stat = item.stat()
-            digest.update(f"{item.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-            if item.suffix == ".json" and stat.st_size < 1_000_000:
-                digest.update(item.read_bytes())
+            # the content, not the file times: a model saved again with the same weights
+            # (a resumed run's final/) keeps its cached verdicts
+            digest.update(f"{item.name}:{_file_digest(item)}".encode())
     return f"{prefix}:{path.resolve()}:{digest.hexdigest()[:16]}"
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _file_digest(path: Path) -> str:
+    """The file's sha256, read once per process for each (path, size, modification time)."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 22):
+                digest.update(chunk)
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
 
 
 def make_sampler(

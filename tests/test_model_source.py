@@ -383,3 +383,20 @@ def test_the_hf_sampler_reads_a_gguf(smollm2_folder: tuple[Path, float]) -> None
     params = SamplingParams(temperature=0.0, max_tokens=3, seed=0)
     (row,) = sampler.generate([[{"role": "user", "content": "Say hi."}]], 1, params)
     assert len(row) == 1 and row[0].text.strip()
+
+
+def test_model_identity_follows_the_content_not_the_file_times(tmp_path: Path) -> None:
+    """A model saved again with the same weights (a resumed run's final/) keeps its
+    identity, so its cached benchmark verdicts are reused; other weights do not."""
+    from pairrl.eval.models import model_identity
+
+    model = tmp_path / "final"
+    model.mkdir()
+    (model / "config.json").write_text('{"a": 1}')
+    (model / "model.safetensors").write_bytes(b"weights")
+    before = model_identity(str(model), None, "", engine="hf", dtype="float32")
+    for item in model.iterdir():
+        os.utime(item, (1_000_000_000, 1_000_000_000))  # saved again: other file times
+    assert model_identity(str(model), None, "", engine="hf", dtype="float32") == before
+    (model / "model.safetensors").write_bytes(b"other weights")
+    assert model_identity(str(model), None, "", engine="hf", dtype="float32") != before

@@ -16,6 +16,7 @@ any model size, and they never hand a damaged file to ``torch.load`` or safetens
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -34,6 +35,7 @@ __all__ = [
     "copy_model_files",
     "last_intact_checkpoint",
     "publish_folder",
+    "quiet_tied_head_warning",
 ]
 
 STAGING_DIR = ".checkpoint-staging"
@@ -128,6 +130,27 @@ def copy_model_files(checkpoint: Path, out: Path) -> None:
     out.mkdir(parents=True)
     for path in files:
         shutil.copy2(path, out / path.name)
+
+
+class _TiedHeadIsNotMissing(logging.Filter):
+    """Drops transformers' resume warning that ``lm_head.weight`` is missing from a
+    checkpoint of a model whose head is tied to its embeddings: tied weights are saved
+    once, under the embeddings' name, so nothing is missing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _TIED_HEAD_WARNING not in record.getMessage()
+
+
+_TIED_HEAD_WARNING = "missing keys in the checkpoint model loaded: ['lm_head.weight']"
+
+
+def quiet_tied_head_warning(model: Any) -> None:
+    """Install :class:`_TiedHeadIsNotMissing` when ``model``'s head is tied (once)."""
+    if not getattr(getattr(model, "config", None), "tie_word_embeddings", False):
+        return
+    logger = logging.getLogger("transformers.trainer")
+    if not any(isinstance(f, _TiedHeadIsNotMissing) for f in logger.filters):
+        logger.addFilter(_TiedHeadIsNotMissing())
 
 
 class AtomicCheckpoints:

@@ -175,6 +175,7 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
     from pairrl.rollout.pairrl_rollout import PairRLRollout
     from pairrl.rollout.trl_generation import TRLGenerator
     from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
+    from pairrl.train.checkpoints import quiet_tied_head_warning
     from pairrl.train.data import build_dataset
     from pairrl.train.lora import check_targets, peft_config
     from pairrl.train.reward_funcs import pair_verification, solution_correctness
@@ -218,6 +219,7 @@ def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -
         ),
     )
     timer.trainer = trainer
+    quiet_tied_head_warning(trainer.model)  # every resume of a tied model would warn
     use_tolerant_wandb(trainer)  # a W&B failure (its helper killed by a stop) costs no step
     if cfg.logging.console == "progress":
         from pairrl.train.progress import StepProgress, quiet_console

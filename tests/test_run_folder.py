@@ -100,3 +100,9 @@ def test_a_second_job_into_a_held_folder_is_refused(tmp_path: Path) -> None:
         lock.release()
     _one_line_error(proc, f"is in use by another pairrl job (pid {os.getpid()} on ")
     assert sorted(p.name for p in run.iterdir()) == [LOCK_FILE]  # nothing written
+
+
+def test_float16_on_cpu_is_refused_before_any_work(tmp_path: Path) -> None:
+    proc = _train("--out", str(tmp_path / "run"), "--set", "model.dtype=float16", "--dry-run")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "model.dtype" in proc.stderr and "float16 on CPU" in proc.stderr

@@ -109,6 +109,12 @@ def resolve_plan(
         device = f"{nproc} x cuda (planned; this machine has none)"
     else:
         device = _device_description(nproc)
+    if device.endswith(" x cpu") and cfg.model.dtype == "float16":
+        raise ConfigError(
+            "model.dtype",
+            ["float16 on CPU: torch emulates its matmuls there (3.8x slower than float32 on "
+             "the tiny config); use float32, or bfloat16 (auto picks it where the CPU has it)"],
+        )  # fmt: skip
     g_gen, g_ver = cfg.rollout.solutions_per_problem, cfg.rollout.judgements_per_problem
     max_sol, max_judge = cfg.sampling.solution.max_tokens, cfg.sampling.judgement.max_tokens
     return RunPlan(

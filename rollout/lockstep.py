@@ -63,6 +63,8 @@ class LockstepBatcher:
 
         def ask(items: list[Any]) -> list[Any]:
             with self._cond:
+                if self._error is not None:  # cancelled, or an earlier batch failed
+                    raise RuntimeError("lock-step batch failed") from self._error
                 self._waiting[worker] = list(items)
                 if len(self._waiting) == self._active:
                     self._flush_locked()
@@ -73,6 +75,14 @@ class LockstepBatcher:
                 return self._answers.pop(worker)
 
         return ask
+
+    def cancel(self, why: BaseException) -> None:
+        """No further batch: waiting workers and later requests raise. Returns once a batch
+        under way has ended (it holds the lock while it runs)."""
+        with self._cond:
+            if self._error is None:
+                self._error = why
+            self._cond.notify_all()
 
     def finished(self) -> None:
         """A worker ended; flush if every remaining one is already waiting."""
@@ -108,8 +118,15 @@ def run_in_lockstep(
     threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in range(num_workers)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException as stop:  # a stop signal here: no worker may outlive the caller
+        # (a thread still running a model when the interpreter exits aborts the process)
+        batcher.cancel(stop)
+        for t in threads:
+            t.join()
+        raise
     if errors:
         raise errors[0]
     return results

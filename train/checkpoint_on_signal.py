@@ -23,6 +23,14 @@ Outside a training step (loading, the warm start, the benchmark after training) 
 no step to finish: :func:`stop_raises` turns SIGTERM into :class:`StopRequested` there, as
 Python turns Ctrl-C into ``KeyboardInterrupt``, so that the stages' own cleanup runs (pools
 and sandboxes shut down) and the command reports the stop in one line.
+
+A worker process that trains for the job (the second lane of a side-by-side run) takes its
+stops from the main process only (:func:`stops_from_parent`): it ignores SIGTERM and
+SIGINT, which Slurm and a terminal send to every process of the job, and stops at the end
+of its step on :data:`STOP_REQUEST`, which the main process sends it (:func:`forward_stops`)
+as soon as it is asked to stop itself, whether the signal reached the main process alone or
+every process. One decision, one request: a worker never mistakes the job's signal and the
+main process's request for two signals ("stop at once, without a checkpoint").
 """
 
 from __future__ import annotations
@@ -41,15 +49,25 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 __all__ = [
     "DEFAULT_GRACE_S",
     "GRACE_ENV",
+    "STOP_REQUEST",
     "CheckpointOnSignal",
     "StopRequested",
+    "forward_stops",
     "grace_from_env",
     "stop_raises",
+    "stop_received",
+    "stops_from_parent",
 ]
 
 GRACE_ENV = "PAIRRL_STOP_GRACE_S"
 # Long enough for a large model's step to end and checkpoint; a bound, not a wait.
 DEFAULT_GRACE_S = 600.0
+# What the main process sends a worker that trains for the job: "stop after this step".
+STOP_REQUEST = signal.SIGUSR1
+
+_stop_signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)  # what stops this process
+_received: list[int] = []  # the stop signals this process has received
+_forward_to: set[int] = set()  # workers told at once when this process is asked to stop
 
 
 def grace_from_env() -> float:
@@ -90,21 +108,73 @@ def _stop_now(signum: int, why: str, flush: bool) -> None:
 
 
 class StopRequested(BaseException):
-    """A stop signal arrived outside a training step (``signum``: which)."""
+    """A stop signal arrived outside a training step, or a training inside a stage (a
+    baseline's) was stopped at a checkpoint by one (``signum``: which)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
 
+    def __reduce__(self) -> tuple[type[StopRequested], tuple[int]]:
+        return StopRequested, (self.signum,)  # raised in a worker, re-raised in the job
+
+
+def _name(signum: int) -> str:
+    if signum == STOP_REQUEST and STOP_REQUEST not in (signal.SIGTERM, signal.SIGINT):
+        return "the main process's stop request"
+    return signal.Signals(signum).name
+
+
+def _note_stop(signum: int) -> None:
+    """Record a stop signal and pass it on, once, to the workers that train for the job."""
+    _received.append(signum)
+    for pid in list(_forward_to):
+        with contextlib.suppress(OSError):  # ended already
+            os.kill(pid, STOP_REQUEST)
+
+
+def stop_received() -> int | None:
+    """The first stop signal this process received, or None."""
+    return _received[0] if _received else None
+
+
+@contextlib.contextmanager
+def forward_stops(pids: list[int]) -> Iterator[None]:
+    """Within the block, a stop signal to this process sends :data:`STOP_REQUEST` to
+    ``pids`` at once (each stops at the end of its own step, beside this one's)."""
+    _forward_to.update(pids)
+    try:
+        yield
+    finally:
+        _forward_to.difference_update(pids)
+
+
+def stops_from_parent() -> None:
+    """In a worker process that trains for the job: ignore SIGTERM and SIGINT (the job's
+    main process decides, and passes its stop on as :data:`STOP_REQUEST`); a training here
+    checkpoints and stops on :data:`STOP_REQUEST`, which outside training ends the process
+    (its default action). Call first in the worker (a pool's initializer)."""
+    global _stop_signals
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    _stop_signals = (STOP_REQUEST,)
+
 
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    if _received and signum == STOP_REQUEST:
+        return  # the same request again: one request, one stop
+    _note_stop(signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise StopRequested(signum)
 
 
 @contextlib.contextmanager
-def stop_raises(signals: tuple[int, ...] = (signal.SIGTERM,)) -> Iterator[None]:
-    """Within the block, ``signals`` raise :class:`StopRequested` in the main thread (a
-    :class:`CheckpointOnSignal` takes them over while it trains, then gives them back)."""
+def stop_raises(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) -> Iterator[None]:
+    """Within the block, ``signals`` raise :class:`StopRequested` in the main thread (SIGINT:
+    ``KeyboardInterrupt``, as Python's own handler), passed on to the workers that train
+    for the job first (a :class:`CheckpointOnSignal` takes them over while it trains, then
+    gives them back)."""
     previous = {sig: signal.signal(sig, _raise_stop) for sig in signals}
     try:
         yield
@@ -114,15 +184,14 @@ def stop_raises(signals: tuple[int, ...] = (signal.SIGTERM,)) -> Iterator[None]:
 
 
 class CheckpointOnSignal(TrainerCallback):
-    """On SIGTERM or SIGINT (or any given signal): save a checkpoint after this step, then
-    stop; a second signal, or ``grace_s`` seconds without the step ending, stops at once."""
+    """On SIGTERM or SIGINT (or any given signal; in a worker process, :data:`STOP_REQUEST`
+    only): save a checkpoint after this step, then stop; a second signal, or ``grace_s``
+    seconds without the step ending, stops at once."""
 
     def __init__(
-        self,
-        signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT),
-        grace_s: float | None = None,
+        self, signals: tuple[int, ...] | None = None, grace_s: float | None = None
     ) -> None:
-        self.signals = signals
+        self.signals = _stop_signals if signals is None else signals
         self.grace_s = grace_from_env() if grace_s is None else grace_s
         self.received: int | None = None
         self.stopped_at_step: int | None = None
@@ -134,10 +203,13 @@ class CheckpointOnSignal(TrainerCallback):
         self._step_ended = threading.Event()
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
+        name = _name(signum)
         if self.received is not None:
+            if signum == STOP_REQUEST:
+                return  # the same request again: one request, one stop
             _stop_now(signum, f"{name} again", flush=True)
         self.received = signum
+        _note_stop(signum)
         self._signalled.set()
         if self._announce:
             _say(
@@ -150,7 +222,7 @@ class CheckpointOnSignal(TrainerCallback):
         self._signalled.wait()
         if self._step_ended.wait(self.grace_s) or self.received is None:
             return
-        name = signal.Signals(self.received).name
+        name = _name(self.received)
         why = f"no step ended within {self.grace_s:g} s of {name}"
         _stop_now(self.received, why, flush=False)
 
@@ -173,9 +245,7 @@ class CheckpointOnSignal(TrainerCallback):
             control.should_save = True
             control.should_training_stop = True
             self.stopped_at_step = state.global_step
-            name = (
-                signal.Signals(self.received).name if self.received else "a signal on another rank"
-            )
+            name = _name(self.received) if self.received else "a signal on another rank"
             if self._announce:
                 print(
                     f"[pairrl] {name}: saving a checkpoint at step {state.global_step} and stopping"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -117,16 +118,39 @@ def _train(cfg: TrainConfig, plan: RunPlan, resume: bool, resume_line: str) -> d
             return run_training(cfg, plan, resume=resume)
     except (ConfigError, InputError) as err:  # InputError: a dataset's row or column
         _fail(err)
-    except (KeyboardInterrupt, StopRequested) as stop:  # loading, warm start, benchmark
-        name = "Ctrl-C" if isinstance(stop, KeyboardInterrupt) else str(stop)
+    except (KeyboardInterrupt, StopRequested) as stop:  # loading, warm start, baseline, benchmark
+        name = _stop_name(stop)
+        run_dir = Path(plan.output_dir)
+        command = _continue_line(run_dir, resume_line)
+        if os.environ.get("RANK", "0") == "0":
+            _record_stop(run_dir, name, command)
         typer.echo(
-            f"error: interrupted ({name}) outside a training step; {plan.output_dir} keeps "
-            "the stages that finished and the last checkpoint; continue with:\n  "
-            + _continue_line(Path(plan.output_dir), resume_line),
+            f"stopped ({name}) outside the run's own training step; {run_dir} keeps the "
+            "stages that finished and the last checkpoint of each training; continue "
+            f"with:\n  {command}",
             err=True,
         )
-        code = 130 if isinstance(stop, KeyboardInterrupt) else 128 + stop.signum
-        raise typer.Exit(code) from None
+        raise typer.Exit(130 if name == "Ctrl-C" else 128 + signal.SIGTERM) from None
+
+
+def _stop_name(stop: BaseException) -> str:
+    """The signal this process was stopped by, as the user would name it (a stop raised in
+    a worker process names the request the worker received from this one)."""
+    from pairrl.train.checkpoint_on_signal import stop_received
+
+    received = stop_received()
+    if isinstance(stop, KeyboardInterrupt) or received == signal.SIGINT:
+        return "Ctrl-C"
+    return signal.Signals(received or signal.SIGTERM).name
+
+
+def _record_stop(run_dir: Path, name: str, command: str) -> None:
+    """``RUN/run.json`` says the run was stopped and how to continue it (not what an earlier
+    launch of it said); nothing is written where the run folder was not made yet."""
+    if run_dir.is_dir():
+        record = {"status": "interrupted", "signal": name, "run_dir": str(run_dir)}
+        record["resume_command"] = command
+        (run_dir / "run.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
 def resume_command(config: Path, run_dir: str, overrides: list[str]) -> str:

@@ -265,6 +265,7 @@ def _run(cfg: TrainConfig, setup: _Setup, started_at: float) -> dict[str, Any]:
                 "main_process": setup.state.is_main_process,
                 "run_dir": str(setup.run_dir),
                 "interrupted_at_step": stopped_at,
+                "signal": training.on_signal.received,
                 "global_step": trainer.state.global_step,
                 "wall_s": round(wall, 2),
             }

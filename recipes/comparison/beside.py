@@ -14,10 +14,15 @@ one thread and on two, so a count that followed timing would make a seed's numbe
 on it. One process (``side_by_side: false``) does the same work one piece after the other
 on the same thread counts, so its numbers are those of the two processes, bit for bit
 (the main job's test compares both). Both processes' bars share one display.
+
+A stop (SIGTERM to the main process or to every process of the job, Ctrl-C) is decided by
+the main process and passed on to the second one, whose baseline training, if any, saves a
+checkpoint at the end of its step; the next launch continues that baseline from there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -35,6 +40,13 @@ from pairrl.recipes.comparison.experiment import (
     train_baselines,
 )
 from pairrl.recipes.comparison.options import ComparisonOptions
+from pairrl.train.checkpoint_on_signal import (
+    STOP_REQUEST,
+    StopRequested,
+    forward_stops,
+    stop_received,
+    stops_from_parent,
+)
 from pairrl.train.config import TrainConfig
 
 __all__ = ["Beside", "ThreadPlan", "thread_plan"]
@@ -138,6 +150,13 @@ class Beside:
         self._rest = self._pool.submit(_baselines_lane, *args, self.warm_start_dir)
         for future in (self._warm, self._rest):
             future.add_done_callback(_report_failure)
+        # the second process ignores the job's SIGTERM and Ctrl-C: this one passes its stop
+        # on at once, and a baseline training there checkpoints beside this one's training
+        self._stack.enter_context(forward_stops(self._lane_pids()))
+
+    def _lane_pids(self) -> list[int]:
+        # (the executor has no public view of its processes)
+        return list(getattr(self._pool, "_processes", {}) or {})
 
     def _here(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``work`` in this process, on the threads the second process would give it."""
@@ -181,12 +200,18 @@ class Beside:
         self._shutdown(terminate=True)
 
     def _shutdown(self, terminate: bool) -> None:
+        """Close the second process. ``terminate``: its work is not wanted. After a stop
+        signal it is asked to stop (a baseline it trains checkpoints at the end of its step,
+        other work ends at once) and waited for; after a failure it is killed."""
         try:
             if self._pool is not None:
-                if terminate:
-                    # SIGKILL: a baseline run would take SIGTERM as "checkpoint, then stop".
-                    # (The executor has no public way to stop a running task before 3.14.)
-                    for process in list(getattr(self._pool, "_processes", {}).values()):
+                processes = list((getattr(self._pool, "_processes", None) or {}).values())
+                stopping = stop_received() is not None
+                for process in processes if terminate else ():
+                    if stopping:  # sent again: one it took already is not taken twice
+                        with contextlib.suppress(OSError):
+                            os.kill(process.pid, STOP_REQUEST)
+                    else:  # (the executor has no public way to stop a task before 3.14)
                         process.kill()
                 self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool = None
@@ -195,8 +220,11 @@ class Beside:
 
 
 def _report_failure(future: Future[Any]) -> None:
-    """Say at once that the second process failed (its error is raised when collected)."""
-    if not future.cancelled() and future.exception() is not None:
+    """Say at once that the second process failed (its error is raised when collected);
+    not when it stopped because the job was asked to stop."""
+    if future.cancelled() or stop_received() is not None:
+        return
+    if future.exception() is not None and not isinstance(future.exception(), StopRequested):
         print(
             f"the main job's second process failed ({future.exception()!r}); its error is "
             "raised when training ends",
@@ -205,7 +233,8 @@ def _report_failure(future: Future[Any]) -> None:
 
 
 def _start_lane(parent: int, link: Any, threads: int, quiet: bool) -> None:
-    """The second process's start: it ends with ``parent`` (the job), its bars and prints
+    """The second process's start: it ends with ``parent`` (the job) and takes its stops
+    from it (``stops_from_parent``: a baseline it trains checkpoints), its bars and prints
     on the main display (attached first, so that the libraries' log handlers write to the
     forwarded streams), its share of the threads, glibc's memory reuse as in
     ``pairrl train``."""
@@ -213,6 +242,7 @@ def _start_lane(parent: int, link: Any, threads: int, quiet: bool) -> None:
     from pairrl.memory import reuse_freed_memory
 
     die_with_parent(parent)
+    stops_from_parent()
     reuse_freed_memory()
     if link is not None:
         from pairrl.progress import attach

@@ -144,18 +144,20 @@ def _comparable(baseline: Any) -> dict[str, Any]:
 
 
 def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
+    """Train the baseline in ``folder``, continuing from the checkpoint a stopped job left
+    there (trained with this config), else from its start. A stop signal during its
+    training checkpoints it and raises :class:`StopRequested` (the job continues it)."""
+    from pairrl.train.checkpoint_on_signal import StopRequested
     from pairrl.train.plan import resolve_plan
     from pairrl.train.run import run_training
 
-    if folder.is_dir():
-        shutil.rmtree(folder)  # stopped before its end, as the main job was: train again
+    resume = _resumable(baseline, folder)
+    if folder.is_dir() and not resume:
+        shutil.rmtree(folder)  # stopped before its first checkpoint, or another config
     started = time.perf_counter()
-    summary = run_training(baseline, resolve_plan(baseline, out=str(folder)))
+    summary = run_training(baseline, resolve_plan(baseline, out=str(folder)), resume=resume)
     if "final_model" not in summary:
-        raise RuntimeError(
-            f"the baseline in {folder} stopped at step "
-            f"{summary.get('interrupted_at_step')} (a signal): run the main job again to train it"
-        )
+        raise StopRequested(summary["signal"])
     wall = time.perf_counter() - started
     record = {"wall_s": wall, "config": _comparable(baseline)}
     (folder / BASELINE_DONE).write_text(json.dumps(record, indent=2) + "\n")
@@ -164,6 +166,22 @@ def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
         "wall_s": wall,
         "log_history": _read_log(folder / "metrics.jsonl"),
     }
+
+
+def _resumable(baseline: Any, folder: Path) -> bool:
+    """Whether ``folder`` holds a stopped training of this baseline to continue: a
+    checkpoint, and the record of the config it was started with equal to this one."""
+    from pairrl.train.checkpoints import checkpoint_folders
+    from pairrl.train.resume import CONFIG_RECORD
+
+    record = folder / CONFIG_RECORD
+    if not checkpoint_folders(folder) or not record.is_file():
+        return False
+    try:
+        started_with = _comparable(json.loads(record.read_text()))
+    except (json.JSONDecodeError, KeyError):
+        return False
+    return started_with == _comparable(baseline)
 
 
 def _read_log(path: Path) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ scheduler that signals one process) ends that process; a worker it started throu
 afterwards, the second lane of a side-by-side run) would be re-parented and go on
 computing for a job that has ended. :func:`die_with_parent`, the first thing such a
 worker runs (a pool's ``initializer``), asks Linux to send it SIGKILL when its parent
-ends (``PR_SET_PDEATHSIG``); elsewhere it does nothing.
+ends (``PR_SET_PDEATHSIG``); elsewhere it does nothing. :func:`start_worker` adds a clean
+end on SIGTERM, for a pool its parent terminates when a stop cuts its work short.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import signal
 import sys
 
-__all__ = ["die_with_parent"]
+__all__ = ["die_with_parent", "start_worker"]
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -31,3 +32,16 @@ def die_with_parent(parent_pid: int) -> None:
         return  # not allowed here: the worker lives as before
     if os.getppid() != parent_pid:
         os._exit(1)
+
+
+def _exit_143(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def start_worker(parent_pid: int) -> None:
+    """A pool worker's initializer: it ends with ``parent_pid`` (:func:`die_with_parent`),
+    and SIGTERM (``Pool.terminate``, a stop to every process of the job) ends it as
+    ``sys.exit`` does, so that its exit handlers run: the semaphores it registered (its
+    engine's, its queues') are released, not reported as leaked by the parent's tracker."""
+    die_with_parent(parent_pid)
+    signal.signal(signal.SIGTERM, _exit_143)

@@ -120,17 +120,27 @@ def _train(cfg: TrainConfig, plan: RunPlan, resume: bool, resume_line: str) -> d
         _fail(err)
     except (KeyboardInterrupt, StopRequested) as stop:  # loading, warm start, baseline, benchmark
         name = _stop_name(stop)
-        run_dir = Path(plan.output_dir)
-        command = _continue_line(run_dir, resume_line)
-        if os.environ.get("RANK", "0") == "0":
-            _record_stop(run_dir, name, command)
-        typer.echo(
-            f"stopped ({name}) outside the run's own training step; {run_dir} keeps the "
-            "stages that finished and the last checkpoint of each training; continue "
-            f"with:\n  {command}",
-            err=True,
-        )
-        raise typer.Exit(130 if name == "Ctrl-C" else 128 + signal.SIGTERM) from None
+    _stopped(plan, resume_line, name)
+
+
+def _stopped(plan: RunPlan, resume_line: str, name: str) -> NoReturn:
+    """Report a stop outside the run's own training step and exit 143 (130: Ctrl-C).
+    Called once the stop's traceback is gone, and collected first: the stages' objects it
+    held (a worker pool's semaphores) are then released, not reported as leaked at exit."""
+    import gc
+
+    gc.collect()
+    run_dir = Path(plan.output_dir)
+    command = _continue_line(run_dir, resume_line)
+    if os.environ.get("RANK", "0") == "0":
+        _record_stop(run_dir, name, command)
+    typer.echo(
+        f"stopped ({name}) outside the run's own training step; {run_dir} keeps the "
+        "stages that finished and the last checkpoint of each training; continue "
+        f"with:\n  {command}",
+        err=True,
+    )
+    raise typer.Exit(130 if name == "Ctrl-C" else 128 + signal.SIGTERM)
 
 
 def _stop_name(stop: BaseException) -> str:

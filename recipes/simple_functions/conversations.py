@@ -72,7 +72,7 @@ def sample_completions(
     strings."""
     import multiprocessing
 
-    from pairrl.child_process import die_with_parent
+    from pairrl.child_process import start_worker
     from pairrl.cpu_dtype import local_dtype
 
     prompts = [kit.generation(task) for task in tasks]
@@ -81,7 +81,7 @@ def sample_completions(
     started = time.perf_counter()
     # the sampler ends with this process, however it ends (pairrl.child_process)
     spawn = multiprocessing.get_context("spawn")
-    with spawn.Pool(1, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+    with spawn.Pool(1, initializer=start_worker, initargs=(os.getpid(),)) as pool:
         texts = pool.apply(_sample, (model, prompts, n, settings, engine, dtype))
     print(
         f"[pairrl] warm start: sampled {n} x {len(tasks)} solutions with {engine} ({dtype}) in "

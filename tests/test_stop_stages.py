@@ -205,3 +205,21 @@ def test_side_by_side_the_second_process_stops_with_the_job(
     summary = finish(continued(output), tmp_path / "3-end.log", tmp_path)
     assert summary["side_by_side"] is True
     check_ended_like(summary, out, never_stopped)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("whom", ["main", "every"])
+def test_a_stop_during_the_real_model_samples_leaves_no_sampler(tmp_path: Path, whom: str) -> None:
+    """The real-model job's warm start samples in a child process (vLLM in float32 or
+    bfloat16): a stop there ends it with the job, with no semaphore reported as leaked."""
+    from pairrl import model_source
+
+    if model_source.smollm2_gguf() is None:
+        pytest.skip("the SmolLM2 GGUF is not installed (.ci/setup.sh installs it)")
+    config = REPO / "configs" / "smollm2_cpu.yaml"
+    cmd = [PAIRRL, "train", str(config), "--out", str(tmp_path / "run"),
+           "--set", "recipe.options.train_problems=6", "--set", "recipe.options.warm_samples_per_task=6"]  # fmt: skip
+    log = tmp_path / "log"
+    code, output = stop_at(start(cmd, log, tmp_path), log, "warm start: sample: started", whom)
+    assert code == 143 and "stopped (SIGTERM)" in output, output[-3000:]
+    assert continued(output)[1:] == ["train", *cmd[2:]]  # no checkpoint yet: the command itself

@@ -424,3 +424,32 @@ def test_resume_after_the_last_step_trains_no_further(warm_tiny_model: Path, tmp
     final = load_file(run / "final" / "model.safetensors")
     assert kept.keys() == final.keys() and all(torch.equal(kept[k], final[k]) for k in kept)
     assert not (run / ".final-staging").exists()
+
+
+def test_a_stop_during_the_final_save_leaves_no_final_folder(tmp_path: Path) -> None:
+    """``final/`` is whole or absent: a stop while its files are written leaves none (the
+    next launch writes it again, from the checkpoint at max_steps), and a later save
+    publishes every file and no staging folder."""
+    from pairrl.train.checkpoint_on_signal import StopRequested
+    from pairrl.train.run import _save_final
+
+    def cut_short(folder: str) -> None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / "config.json").write_text("{}")
+        raise StopRequested(15)  # SIGTERM before the weights are written
+
+    def whole(folder: str) -> None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        for name in ("config.json", "model.safetensors"):
+            (Path(folder) / name).write_text(name)
+
+    accelerator = SimpleNamespace(wait_for_everyone=lambda: None)
+    final = tmp_path / "final"
+    with pytest.raises(StopRequested):
+        _save_final(
+            SimpleNamespace(accelerator=accelerator, save_model=cut_short), final, True, None
+        )
+    assert not final.exists()
+    _save_final(SimpleNamespace(accelerator=accelerator, save_model=whole), final, True, None)
+    assert sorted(p.name for p in final.iterdir()) == ["config.json", "model.safetensors"]
+    assert [p.name for p in tmp_path.iterdir()] == ["final"]

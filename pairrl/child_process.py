@@ -34,7 +34,15 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+_CLEANUP_S = 10  # how long a terminated worker's exit handlers may take
+
+
 def _exit_143(signum: int, frame: object) -> None:
+    # once: a second SIGTERM (the job's, after the pool's own) must not cut the cleanup
+    # short, and a cleanup that hangs ends by SIGALRM's default action
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(_CLEANUP_S)
     raise SystemExit(128 + signum)
 
 

@@ -71,6 +71,7 @@ class LockstepBatcher:
                 while worker not in self._answers and self._error is None:
                     self._cond.wait()
                 if self._error is not None:
+                    self._waiting.pop(worker, None)  # gone: no later batch asks for it
                     raise RuntimeError("lock-step batch failed") from self._error
                 return self._answers.pop(worker)
 
@@ -88,7 +89,7 @@ class LockstepBatcher:
         """A worker ended; flush if every remaining one is already waiting."""
         with self._cond:
             self._active -= 1
-            if self._active and len(self._waiting) == self._active:
+            if self._error is None and self._active and len(self._waiting) == self._active:
                 self._flush_locked()
 
 
@@ -116,20 +117,37 @@ def run_in_lockstep(
                 on_done(p)
 
     threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in range(num_workers)]
-    for t in threads:
-        t.start()
     try:
+        for t in threads:
+            t.start()
         for t in threads:
             t.join()
     except BaseException as stop:  # a stop signal here: no worker may outlive the caller
         # (a thread still running a model when the interpreter exits aborts the process)
-        batcher.cancel(stop)
-        for t in threads:
-            t.join()
+        _cancel_and_join(batcher, threads, stop)
         raise
     if errors:
         raise errors[0]
     return results
+
+
+def _cancel_and_join(
+    batcher: LockstepBatcher, threads: list[threading.Thread], why: BaseException
+) -> None:
+    """Cancel the batcher and wait for every worker; a further signal meanwhile does not
+    cut the wait short (the first stop is the one raised)."""
+    cancelled = False
+    while True:
+        try:
+            if not cancelled:
+                batcher.cancel(why)
+                cancelled = True
+            for t in threads:
+                if t.ident is not None:  # started
+                    t.join()
+            return
+        except BaseException:  # a second stop: keep waiting (one batch at most), raise the first
+            continue
 
 
 def run_lockstep(

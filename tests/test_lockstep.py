@@ -20,8 +20,12 @@ class Stop(BaseException):
 def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates() -> None:
     started, ended = threading.Event(), threading.Event()
 
+    main = threading.main_thread().ident
+
     def batch(requests: list) -> list:
-        started.set()
+        if not started.is_set():
+            started.set()
+            signal.pthread_kill(main, signal.SIGALRM)  # the stop, while this call runs
         time.sleep(0.5)  # a model call under way when the stop comes
         ended.set()
         return [item * 2 for _, item in requests]
@@ -32,17 +36,15 @@ def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates() -> None:
     def raise_stop(signum: int, frame: object) -> None:
         raise Stop
 
-    before = threading.active_count()
+    before = set(threading.enumerate())
     previous = signal.signal(signal.SIGALRM, raise_stop)
     try:
-        signal.setitimer(signal.ITIMER_REAL, 0.2)  # during the first batch
         with pytest.raises(Stop):
             run_in_lockstep(4, work, batch)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert started.is_set() and ended.is_set()  # the batch under way finished first
-    assert threading.active_count() == before  # and no worker runs on
+    assert not set(threading.enumerate()) - before  # and no worker runs on
 
 
 def test_without_a_stop_every_worker_gets_its_own_answers() -> None:

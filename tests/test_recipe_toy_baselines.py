@@ -26,12 +26,18 @@ def _main_job(tmp_path: Path) -> tuple[TrainConfig, Any, Path, Path]:
     return cfg, options, tmp_path / "run", tmp_path / "run" / "warm_start"
 
 
+resumed: list[Path] = []  # the folders the fake trainer continued from a checkpoint
+
+
 def _fake_training(calls: list[Path]):
     """Stands in for the trainer: writes what a finished run writes."""
 
-    def run_training(cfg: TrainConfig, plan: Any) -> dict[str, Any]:
+    def run_training(cfg: TrainConfig, plan: Any, resume: bool = False) -> dict[str, Any]:
         folder = Path(plan.output_dir)
         calls.append(folder)
+        if resume:
+            assert list(folder.glob("checkpoint-*")), "resumed without a checkpoint"
+            resumed.append(folder)
         (folder / "final").mkdir(parents=True)
         (folder / "final" / "config.json").write_text("{}")  # the saved model's
         (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in LOG))
@@ -68,6 +74,24 @@ def test_a_finished_baseline_is_reused_and_a_stopped_one_trained_again(
     (folder / "final" / "config.json").unlink()
     experiment.train_baselines(cfg, options, run_dir, warm)
     assert calls == [folder, folder]
+
+
+def test_a_stopped_baseline_the_trainer_can_resume_is_continued(
+    calls: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pairrl.train.resume
+
+    cfg, options, run_dir, warm = _main_job(tmp_path)
+    folder = run_dir / "baselines" / "grpo"
+    (folder / "checkpoint-3").mkdir(parents=True)  # stopped at step 3, with its checkpoint
+    checked: list[Path] = []
+    monkeypatch.setattr(
+        pairrl.train.resume, "resume_point", lambda cfg, folder: checked.append(folder)
+    )
+    resumed.clear()
+    experiment.train_baselines(cfg, options, run_dir, warm)
+    assert calls == [folder] and checked == [folder] and resumed == [folder]
+    assert (folder / "checkpoint-3").is_dir()  # continued, not deleted
 
 
 def test_a_baseline_trained_with_another_config_is_refused(

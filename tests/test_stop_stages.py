@@ -79,11 +79,20 @@ def alive(processes: dict[int, str]) -> list[int]:
     return left
 
 
-def stop_at(proc: subprocess.Popen[bytes], log: Path, marker: str, whom: str) -> tuple[int, str]:
-    """Wait for ``marker`` in the job's output, then SIGTERM to the main process or to every
-    process of the job; the exit status and output, after checking the stop's contract."""
+def stop_at(
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    marker: str,
+    whom: str,
+    after: str = "",
+    ended: str = "",
+) -> tuple[int, str]:
+    """Wait for ``marker`` (and ``after``, if given) in the job's output, then SIGTERM to
+    the main process or to every process of the job; the exit status and output, after
+    checking the stop's contract and that it came inside the stage ``marker`` starts (the
+    output has no ``ended``: by default, that stage's "finished" line)."""
     deadline = time.monotonic() + 600
-    while marker not in log.read_text():
+    while not all(m in log.read_text() for m in (marker, after)):
         assert proc.poll() is None, f"ended before {marker!r}:\n{log.read_text()[-3000:]}"
         assert time.monotonic() < deadline, f"no {marker!r} within 600 s"
         time.sleep(0.02)
@@ -99,6 +108,8 @@ def stop_at(proc: subprocess.Popen[bytes], log: Path, marker: str, whom: str) ->
     assert "Traceback" not in output, output[-4000:]
     assert "leaked" not in output, output[-2000:]
     assert not alive(processes), f"left running after the stop: {alive(processes)}"
+    ended = ended or marker.replace("started", "finished")
+    assert ended not in output, f"the stop came after {ended!r}"
     return code, output
 
 
@@ -160,7 +171,11 @@ def test_a_stop_in_each_stage_continues_to_the_uninterrupted_result(
 
     log = tmp_path / "3-benchmark.log"
     code, output = stop_at(
-        start(continued(output), log, tmp_path), log, "warm_start: swiss_2n: started", whom
+        start(continued(output), log, tmp_path),
+        log,
+        "warm_start: sample: started",
+        whom,
+        ended="train (grpo): started",  # the benchmark of the warm start and PairRL before it
     )
     assert code == 143 and "stopped (SIGTERM)" in output, output[-3000:]
 
@@ -195,7 +210,11 @@ def test_side_by_side_the_second_process_stops_with_the_job(
 
     log = tmp_path / "2-baseline.log"
     code, output = stop_at(
-        start(continued(output), log, tmp_path), log, "train (grpo): started", "every"
+        start(continued(output), log, tmp_path),
+        log,
+        "train (grpo): started",
+        "every",
+        after="train (pairrl): finished",  # the main process evaluating by then
     )
     assert code == 143 and "stopped (SIGTERM)" in output, output[-3000:]
     assert list((out / "baselines" / "grpo").glob("checkpoint-*")), (

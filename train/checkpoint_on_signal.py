@@ -52,11 +52,13 @@ __all__ = [
     "STOP_REQUEST",
     "CheckpointOnSignal",
     "StopRequested",
+    "forget_stops",
     "forward_stops",
     "grace_from_env",
     "stop_raises",
     "stop_received",
     "stops_from_parent",
+    "task_of_the_job",
 ]
 
 GRACE_ENV = "PAIRRL_STOP_GRACE_S"
@@ -68,6 +70,8 @@ STOP_REQUEST = signal.SIGUSR1
 _stop_signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)  # what stops this process
 _received: list[int] = []  # the stop signals this process has received
 _forward_to: set[int] = set()  # workers told at once when this process is asked to stop
+_worker_pid: int | None = None  # set in a worker that takes its stops from its parent
+_task_running = False  # in such a worker: a task of the job runs (a request raises there)
 
 
 def grace_from_env() -> float:
@@ -138,6 +142,11 @@ def stop_received() -> int | None:
     return _received[0] if _received else None
 
 
+def forget_stops() -> None:
+    """Forget the stop signals received so far (a new command in the same process)."""
+    _received.clear()
+
+
 @contextlib.contextmanager
 def forward_stops(pids: list[int]) -> Iterator[None]:
     """Within the block, a stop signal to this process sends :data:`STOP_REQUEST` to
@@ -150,14 +159,45 @@ def forward_stops(pids: list[int]) -> Iterator[None]:
 
 
 def stops_from_parent() -> None:
-    """In a worker process that trains for the job: ignore SIGTERM and SIGINT (the job's
-    main process decides, and passes its stop on as :data:`STOP_REQUEST`); a training here
-    checkpoints and stops on :data:`STOP_REQUEST`, which outside training ends the process
-    (its default action). Call first in the worker (a pool's initializer)."""
-    global _stop_signals
+    """In a worker process that trains for the job: SIGTERM and SIGINT do nothing here (the
+    job's main process decides, and passes its stop on as :data:`STOP_REQUEST`); the first
+    request raises :class:`StopRequested` inside a task (:func:`task_of_the_job`), checkpoints
+    and stops a training at the end of its step, and is only recorded between tasks; a
+    repeated one does nothing. Call first in the worker (a pool's initializer)."""
+    global _stop_signals, _worker_pid
+    _worker_pid = os.getpid()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
+        signal.signal(sig, _parent_decides)
+    signal.signal(STOP_REQUEST, _take_request)
     _stop_signals = (STOP_REQUEST,)
+
+
+def _parent_decides(signum: int, frame: FrameType | None) -> None:
+    if os.getpid() != _worker_pid:  # a child forked from the worker: the signal's own action
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _take_request(signum: int, frame: FrameType | None) -> None:
+    if _received:
+        return  # the same request again: one request, one stop
+    _note_stop(signum)
+    if _task_running:
+        raise StopRequested(signum)
+
+
+@contextlib.contextmanager
+def task_of_the_job() -> Iterator[None]:
+    """Within the block (a worker's task), the parent's stop request raises; a request that
+    came before the task starts raises at once."""
+    global _task_running
+    if _received:
+        raise StopRequested(_received[0])
+    _task_running = True
+    try:
+        yield
+    finally:
+        _task_running = False
 
 
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
@@ -175,6 +215,7 @@ def stop_raises(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) -> I
     ``KeyboardInterrupt``, as Python's own handler), passed on to the workers that train
     for the job first (a :class:`CheckpointOnSignal` takes them over while it trains, then
     gives them back)."""
+    forget_stops()
     previous = {sig: signal.signal(sig, _raise_stop) for sig in signals}
     try:
         yield
@@ -212,9 +253,10 @@ class CheckpointOnSignal(TrainerCallback):
         _note_stop(signum)
         self._signalled.set()
         if self._announce:
+            again = "" if signum == STOP_REQUEST else f"{name} again, or "
             _say(
-                f"{name}: stopping at the end of this step with a checkpoint; {name} again, "
-                f"or {self.grace_s:g} s without the step ending, stops at once without one"
+                f"{name}: stopping at the end of this step with a checkpoint; {again}"
+                f"{self.grace_s:g} s without the step ending stops at once without one"
             )
 
     def _watch_grace(self) -> None:

@@ -43,9 +43,11 @@ from pairrl.recipes.comparison.options import ComparisonOptions
 from pairrl.train.checkpoint_on_signal import (
     STOP_REQUEST,
     StopRequested,
+    forget_stops,
     forward_stops,
     stop_received,
     stops_from_parent,
+    task_of_the_job,
 )
 from pairrl.train.config import TrainConfig
 
@@ -119,6 +121,7 @@ class Beside:
         return None if self.plan is None else vars(self.plan).copy()
 
     def __enter__(self) -> Beside:
+        forget_stops()  # (a stop before this point never gets here: it raised)
         try:
             if self.plan is not None:
                 self._stack.enter_context(_threads(self.plan.training))
@@ -145,9 +148,9 @@ class Beside:
         self.side_by_side = True
         args = (self.cfg, self.options, self.run_dir)
         self._warm = self._pool.submit(
-            evaluate_models, *args, {SHARED_POOL_MODEL: self.warm_start_dir}
+            _lane_task, evaluate_models, *args, {SHARED_POOL_MODEL: self.warm_start_dir}
         )
-        self._rest = self._pool.submit(_baselines_lane, *args, self.warm_start_dir)
+        self._rest = self._pool.submit(_lane_task, _baselines_lane, *args, self.warm_start_dir)
         for future in (self._warm, self._rest):
             future.add_done_callback(_report_failure)
         # the second process ignores the job's SIGTERM and Ctrl-C: this one passes its stop
@@ -180,7 +183,7 @@ class Beside:
             own = evaluate_own(*args)
             shared = self._here(evaluate_shared_pool, *args, cache_apart=True)
             return {name: own, f"{name}-shared": shared}
-        pending = self._pool.submit(evaluate_shared_pool, *args, cache_apart=True)
+        pending = self._pool.submit(_lane_task, evaluate_shared_pool, *args, cache_apart=True)
         own = evaluate_own(*args)
         return {name: own, f"{name}-shared": pending.result()}
 
@@ -256,6 +259,12 @@ def _start_lane(parent: int, link: Any, threads: int, quiet: bool) -> None:
         from pairrl.train.run import quiet_libraries
 
         quiet_libraries()
+
+
+def _lane_task(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``work`` in the second process, as a task the main process's stop request ends."""
+    with task_of_the_job():
+        return work(*args, **kwargs)
 
 
 def _baselines_lane(

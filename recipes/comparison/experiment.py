@@ -169,19 +169,21 @@ def _train_baseline(baseline: Any, folder: Path) -> dict[str, Any]:
 
 
 def _resumable(baseline: Any, folder: Path) -> bool:
-    """Whether ``folder`` holds a stopped training of this baseline to continue: a
-    checkpoint, and the record of the config it was started with equal to this one."""
+    """Whether ``folder`` holds a stopped training of this baseline that ``--resume`` would
+    continue: an intact checkpoint, and the config it was started with (its record) the
+    one it would resume with. Anything else is trained again from the warm start."""
+    from pairrl.config import ConfigError
+    from pairrl.errors import InputError
     from pairrl.train.checkpoints import checkpoint_folders
-    from pairrl.train.resume import CONFIG_RECORD
+    from pairrl.train.resume import resume_point
 
-    record = folder / CONFIG_RECORD
-    if not checkpoint_folders(folder) or not record.is_file():
+    if not checkpoint_folders(folder):
         return False
     try:
-        started_with = _comparable(json.loads(record.read_text()))
-    except (json.JSONDecodeError, KeyError):
+        resume_point(baseline, folder)
+    except (ConfigError, InputError):  # another config, or no intact checkpoint
         return False
-    return started_with == _comparable(baseline)
+    return True
 
 
 def _read_log(path: Path) -> list[dict[str, Any]]:

@@ -19,10 +19,12 @@ class Stop(BaseException):
 
 def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates() -> None:
     started, ended = threading.Event(), threading.Event()
+    batches: list[int] = []
 
     main = threading.main_thread().ident
 
     def batch(requests: list) -> list:
+        batches.append(len(requests))
         if not started.is_set():
             started.set()
             signal.pthread_kill(main, signal.SIGALRM)  # the stop, while this call runs
@@ -45,6 +47,7 @@ def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates() -> None:
         signal.signal(signal.SIGALRM, previous)
     assert started.is_set() and ended.is_set()  # the batch under way finished first
     assert not set(threading.enumerate()) - before  # and no worker runs on
+    assert batches == [8]  # nor any batch after the stop (4 workers x 2 items, once)
 
 
 def test_without_a_stop_every_worker_gets_its_own_answers() -> None:

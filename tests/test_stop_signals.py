@@ -20,6 +20,7 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
+from test_stop_stages import job_processes
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRRL = shutil.which("pairrl", path=str(Path(sys.executable).parent)) or "pairrl"
@@ -244,21 +245,6 @@ def test_signal_to_pairrl_train_checkpoints_and_prints_the_resume_line(
     assert record["resume_command"] == resume
     assert stdout.rstrip().endswith(resume)
     assert f"{sig.name}: saving a checkpoint at step {step}" in stdout
-
-
-def job_processes(root: int) -> list[int]:
-    """``root`` and every process descended from it, whatever their session (Slurm stops a
-    job step by its cgroup, not by a process group)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with suppress(OSError, IndexError, ValueError):
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-    found, frontier = [root], [root]
-    while frontier:
-        children = [pid for pid, ppid in parents.items() if ppid in frontier]
-        found += children
-        frontier = children
-    return found
 
 
 def test_sigterm_to_every_process_with_wandb_logging_keeps_the_checkpoint(

@@ -157,9 +157,12 @@ class Beside:
         # on at once, and a baseline training there checkpoints beside this one's training
         self._stack.enter_context(forward_stops(self._lane_pids()))
 
-    def _lane_pids(self) -> list[int]:
+    def _lane_processes(self) -> list[Any]:
         # (the executor has no public view of its processes)
-        return list(getattr(self._pool, "_processes", {}) or {})
+        return list((getattr(self._pool, "_processes", None) or {}).values())
+
+    def _lane_pids(self) -> list[int]:
+        return [process.pid for process in self._lane_processes()]
 
     def _here(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``work`` in this process, on the threads the second process would give it."""
@@ -208,7 +211,7 @@ class Beside:
         other work ends at once) and waited for; after a failure it is killed."""
         try:
             if self._pool is not None:
-                processes = list((getattr(self._pool, "_processes", None) or {}).values())
+                processes = self._lane_processes()
                 stopping = stop_received() is not None
                 for process in processes if terminate else ():
                     if stopping:  # sent again: one it took already is not taken twice

@@ -13,10 +13,10 @@ sees does not depend on thread timing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["LockstepBatcher", "run_in_lockstep", "run_lockstep", "run_lockstep_swiss"]
+__all__ = ["LockstepBatcher", "run_in_lockstep"]
 
 T = TypeVar("T")
 Ask = Callable[[list[Any]], list[Any]]  # one worker's request: items in, results out
@@ -38,9 +38,21 @@ class LockstepBatcher:
         self._answers: dict[int, list[Any]] = {}
         self._cond = threading.Condition()
         self._error: BaseException | None = None
+        # Set by cancel() before it waits for the lock (a batch under way holds it): no
+        # batch starts once it is set, whichever thread takes the lock first.
+        self._cancelled: BaseException | None = None
         self.batches = 0
 
+    def _failed_locked(self) -> bool:
+        """Whether the batcher is cancelled or a batch failed (the lock held)."""
+        if self._error is None and self._cancelled is not None:
+            self._error = self._cancelled
+        return self._error is not None
+
     def _flush_locked(self) -> None:
+        if self._failed_locked():  # cancelled since this worker's request came in
+            self._cond.notify_all()
+            return
         requests = [(w, item) for w, items in sorted(self._waiting.items()) for item in items]
         try:
             results = self._batch(requests) if requests else []
@@ -63,14 +75,14 @@ class LockstepBatcher:
 
         def ask(items: list[Any]) -> list[Any]:
             with self._cond:
-                if self._error is not None:  # cancelled, or an earlier batch failed
+                if self._failed_locked():  # cancelled, or an earlier batch failed
                     raise RuntimeError("lock-step batch failed") from self._error
                 self._waiting[worker] = list(items)
                 if len(self._waiting) == self._active:
                     self._flush_locked()
-                while worker not in self._answers and self._error is None:
+                while worker not in self._answers and not self._failed_locked():
                     self._cond.wait()
-                if self._error is not None:
+                if self._failed_locked():
                     self._waiting.pop(worker, None)  # gone: no later batch asks for it
                     raise RuntimeError("lock-step batch failed") from self._error
                 return self._answers.pop(worker)
@@ -80,16 +92,16 @@ class LockstepBatcher:
     def cancel(self, why: BaseException) -> None:
         """No further batch: waiting workers and later requests raise. Returns once a batch
         under way has ended (it holds the lock while it runs)."""
+        self._cancelled = why
         with self._cond:
-            if self._error is None:
-                self._error = why
+            self._failed_locked()
             self._cond.notify_all()
 
     def finished(self) -> None:
         """A worker ended; flush if every remaining one is already waiting."""
         with self._cond:
             self._active -= 1
-            if self._error is None and self._active and len(self._waiting) == self._active:
+            if not self._failed_locked() and self._active and len(self._waiting) == self._active:
                 self._flush_locked()
 
 
@@ -148,41 +160,3 @@ def _cancel_and_join(
             return
         except BaseException:  # a second stop: keep waiting (one batch at most), raise the first
             continue
-
-
-def run_lockstep(
-    schedule: Callable[..., Any],
-    num_candidates: Sequence[int],
-    judge_batch: Callable[[list[tuple[int, tuple[int, int]]]], list[Any]],
-    *,
-    budgets: Sequence[int | None],
-    seeds: Sequence[int],
-) -> list[Any]:
-    """``schedule(N_p, judge, budgets[p], seed=seeds[p])`` for every problem p, in lock-step;
-    the tournament results in problem order. ``judge_batch`` gets one batch per round of
-    ``(problem, (a, b))`` requests and returns one verdict per request."""
-
-    def work(p: int, ask: Ask) -> Any:
-        return schedule(num_candidates[p], ask, budgets[p], seed=seeds[p])
-
-    return run_in_lockstep(len(num_candidates), work, judge_batch)
-
-
-def run_lockstep_swiss(
-    num_candidates: Sequence[int],
-    judge_batch: Callable[[list[tuple[int, tuple[int, int]]]], list[Any]],
-    *,
-    budget_per_candidate: int = 2,
-    seed: int = 0,
-) -> list[Any]:
-    """Swiss tournaments (budget ``budget_per_candidate * N``, seed ``seed + p``) for every
-    problem p; results in order."""
-    from pairrl.rollout.tournament import swiss_tournament
-
-    return run_lockstep(
-        swiss_tournament,
-        num_candidates,
-        judge_batch,
-        budgets=[budget_per_candidate * n for n in num_candidates],
-        seeds=[seed + p for p in range(len(num_candidates))],
-    )

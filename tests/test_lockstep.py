@@ -10,25 +10,38 @@ import time
 
 import pytest
 
-from pairrl.rollout.lockstep import run_in_lockstep
+from pairrl.rollout.lockstep import LockstepBatcher, run_in_lockstep
+from pairrl.rollout.tournament import swiss_tournament
 
 
 class Stop(BaseException):
     pass
 
 
-def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates() -> None:
-    started, ended = threading.Event(), threading.Event()
+def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started, ended, cancelling = threading.Event(), threading.Event(), threading.Event()
     batches: list[int] = []
 
     main = threading.main_thread().ident
+    cancel = LockstepBatcher.cancel
+
+    def cancel_seen(self: LockstepBatcher, why: BaseException) -> None:
+        cancelling.set()
+        cancel(self, why)
+
+    monkeypatch.setattr(LockstepBatcher, "cancel", cancel_seen)
 
     def batch(requests: list) -> list:
         batches.append(len(requests))
         if not started.is_set():
             started.set()
             signal.pthread_kill(main, signal.SIGALRM)  # the stop, while this call runs
-        time.sleep(0.5)  # a model call under way when the stop comes
+            # a model call under way until the caller has begun cancelling, however late
+            # the loaded machine lets the main thread take the signal
+            assert cancelling.wait(timeout=60)
+            time.sleep(0.2)
         ended.set()
         return [item * 2 for _, item in requests]
 
@@ -62,3 +75,22 @@ def test_without_a_stop_every_worker_gets_its_own_answers() -> None:
         [(1, 10), (1, 20), (1, 10)],
         [(2, 20), (2, 30), (2, 20)],
     ]
+
+
+def test_swiss_tournaments_in_lock_step_batch_rounds_and_find_the_rated_best() -> None:
+    """20 problems of 8 candidates, budget 2N each: every round of every problem in one
+    batch, and each problem's best (candidate p % 8, rated 9 against 1) wins."""
+    batches: list[int] = []
+
+    def judge(requests: list[tuple[int, tuple[int, int]]]) -> list[tuple[int, int]]:
+        batches.append(len(requests))
+        best = {p: p % 8 for p, _ in requests}
+        return [(9 if a == best[p] else 1, 9 if b == best[p] else 1) for p, (a, b) in requests]
+
+    def work(p: int, ask) -> object:  # type: ignore[no-untyped-def]
+        return swiss_tournament(8, ask, 16, seed=p)
+
+    results = run_in_lockstep(20, work, judge)
+    assert [r.winner for r in results] == [p % 8 for p in range(20)]
+    assert all(r.num_comparisons == 16 for r in results)
+    assert len(batches) < 10 and sum(batches) == 20 * 16  # rounds batched across problems

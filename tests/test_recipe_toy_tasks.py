@@ -30,7 +30,6 @@ from pairrl.recipes.toy_addition.tasks import (
 )
 from pairrl.rewards import extract_code, parse_pair_ratings, parse_rating, verification_reward
 from pairrl.rewards.results import ExecJob
-from pairrl.rollout.lockstep import run_lockstep_swiss
 
 
 def test_family_is_two_digit_sums_with_three_digits() -> None:
@@ -213,20 +212,6 @@ def test_each_teacher_makes_its_own_error_at_its_rate() -> None:
         elif "<rating_A>" in answer:
             shown = [int(x.split("return ")[1]) for x in prompt.splitlines() if "return " in x]
             assert parse_pair_ratings(answer) == tuple(9 if v == 105 else 1 for v in shown)
-
-
-def test_lockstep_swiss_batches_rounds_and_finds_the_rated_best() -> None:
-    batches: list[int] = []
-
-    def judge(requests: list[tuple[int, tuple[int, int]]]) -> list[tuple[int, int] | None]:
-        batches.append(len(requests))
-        best = {p: p % 8 for p, _ in requests}  # problem p's best candidate is p % 8
-        return [(9 if a == best[p] else 1, 9 if b == best[p] else 1) for p, (a, b) in requests]
-
-    results = run_lockstep_swiss([8] * 20, judge, seed=0)
-    assert [r.winner for r in results] == [p % 8 for p in range(20)]
-    assert all(r.num_comparisons == 16 for r in results)  # budget 2N
-    assert len(batches) < 10 and sum(batches) == 20 * 16  # rounds batched across problems
 
 
 def test_table_and_curves() -> None:

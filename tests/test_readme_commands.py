@@ -1,6 +1,8 @@
-"""Every command README.md shows, and how this suite checks that it runs as written.
+"""Every command README.md and the guides in docs/ show, and how this suite checks that it
+runs as written (docs/experiments.md, the record of past experiments, is left out: its
+commands are history).
 
-The commands are the lines of README.md's ```bash blocks (continuations joined, comments
+The commands are the lines of the documents' ```bash blocks (continuations joined, comments
 dropped) and the inline code spans that invoke a program the blocks use and hold no
 placeholder (an all-capitals word such as CONFIG or RUN, ``...``, ``<x>``, ``[--x]``).
 ``TABLE`` gives each, verbatim, its check after the last `` | ``:
@@ -8,8 +10,8 @@ placeholder (an all-capitals word such as CONFIG or RUN, ``...``, ``<x>``, ``[--
 - ``run SCENARIO``: run here verbatim with ``bash -c`` in a scratch checkout (links to the
   repository's files in an empty folder, ``../shared`` beside it as beside the repository,
   no ``runs/``) with this Python's ``bin`` first on PATH, so that ``pairrl`` and
-  ``python`` resolve; a scenario's commands run in README order in one checkout after its
-  setup lines, and each must exit 0. ``serve SCENARIO URL``: the same for a server, which
+  ``python`` resolve; a scenario's commands run in ``TABLE`` order in one checkout after
+  its setup lines, and each must exit 0. ``serve SCENARIO URL``: the same for a server, which
   runs until the scenario ends; the next command starts once URL answers.
 - ``chain``: README command lines joined by `` && ``, each a ``run`` of one scenario.
 - ``prose``: a command's name in a sentence, not an invocation.
@@ -17,8 +19,8 @@ placeholder (an all-capitals word such as CONFIG or RUN, ``...``, ``<x>``, ``[--
   GPU, a Slurm cluster, the network, a job of many minutes), the test that comes nearest
   and the marker a test of it would carry.
 
-A README command missing from the table, or a table line no longer in the README, fails
-``test_every_readme_command_has_a_check``.
+A documented command missing from the table, or a table line no document shows any more,
+fails ``test_every_documented_command_has_a_check``.
 """
 
 from __future__ import annotations
@@ -114,6 +116,11 @@ OMP_NUM_THREADS=1 python benchmarks/selection.py --problems 2000 --seed-offset 1
 python benchmarks/train_overhead.py | step_timing
 OMP_NUM_THREADS=1 python benchmarks/eval_engines.py runs/toy/eval/pairrl/config.json --out runs/engines | after_main_job
 OMP_NUM_THREADS=2 python benchmarks/hf_sampling.py | pick_timing
+python benchmarks/evalplus_agreement.py write --out runs/evalplus | evalplus_harness
+HF_HUB_OFFLINE=1 HUMANEVAL_OVERRIDE_PATH=runs/evalplus/HumanEvalPlus.jsonl evalplus.evaluate --dataset humaneval --samples runs/evalplus/humaneval_samples.jsonl --parallel 2 | evalplus_harness
+HF_HUB_OFFLINE=1 MBPP_OVERRIDE_PATH=runs/evalplus/MbppPlus-shared.jsonl evalplus.evaluate --dataset mbpp --samples runs/evalplus/mbpp_samples.jsonl --parallel 2 | evalplus_harness
+OMP_NUM_THREADS=1 python benchmarks/evalplus_agreement.py compare --out runs/evalplus | evalplus_harness
+setsid python -c 'while 1: pass' & setsid python -c 'while 1: pass' & | busy_loops
 """
 
 
@@ -135,6 +142,8 @@ follow_logs | slurm | test_slurm_cluster.py::test_cpu_training_demo_two_steps | 
 endpoint_cluster | slurm | test_slurm_cluster.py::test_two_shard_eval_with_merge | a Slurm cluster and a model served at the config's endpoint
 selection_simulation | - | test_schedules.py::test_halving_beats_swiss_at_2n_on_a_simulated_judge | a simulation of 2000 problems per cell: about 15 min
 step_timing | - | test_train_cpu.py::test_pairrl_cpu_run_metrics_wandb_and_resume | a timing benchmark: its numbers are wall times, not a check
+evalplus_harness | - | test_evalplus_agreement_script.py::test_every_kept_evalplus_run_is_compared | EvalPlus's own harness (installed apart from the venv) on 7,240 programs, then pairrl's on the same: minutes
+busy_loops | - | - | two busy loops that never end: the load a comparison runs beside
 pick_timing | - | test_samplers.py::test_batched_pick_draws_what_multinomial_draws | a timing benchmark: its numbers are wall times, not a check
 """
 NOT_HERE = {
@@ -244,8 +253,20 @@ def inline_commands(text: str) -> list[str]:
 
 
 def readme_commands(text: str) -> list[str]:
-    """Every command of the README, once each, in README order (blocks, then inline)."""
+    """Every command of one document, once each, in its order (blocks, then inline)."""
     return list(dict.fromkeys(bash_block_commands(text) + inline_commands(text)))
+
+
+DOCUMENTS = [
+    REPO / "README.md",
+    *sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "experiments.md"),
+]
+
+
+def documented_commands() -> list[str]:
+    """Every command of README.md and docs/*.md (but the experiments' record), once each."""
+    found = (readme_commands(p.read_text(encoding="utf-8")) for p in DOCUMENTS)
+    return list(dict.fromkeys(c for commands in found for c in commands))
 
 
 def test_the_extraction_joins_continuations_drops_comments_and_placeholders() -> None:
@@ -265,12 +286,12 @@ def test_the_extraction_joins_continuations_drops_comments_and_placeholders() ->
     ]
 
 
-def test_every_readme_command_has_a_check() -> None:
-    found = readme_commands((REPO / "README.md").read_text(encoding="utf-8"))
+def test_every_documented_command_has_a_check() -> None:
+    found = documented_commands()
     missing = [c for c in found if c not in COMMANDS]
     stale = [c for c in COMMANDS if c not in found]
-    assert not missing, "README commands not in TABLE (give each a check):\n" + "\n".join(missing)
-    assert not stale, "TABLE lines no longer in README.md:\n" + "\n".join(stale)
+    assert not missing, "commands not in TABLE (give each a check):\n" + "\n".join(missing)
+    assert not stale, "TABLE lines no document shows:\n" + "\n".join(stale)
 
 
 def names_a_test(node: str) -> bool:
@@ -283,10 +304,10 @@ def names_a_test(node: str) -> bool:
     return any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body)
 
 
-def scenario_lines(name: str, readme: list[str]) -> list[str]:
-    """The README commands of scenario ``name``, in README order."""
-    return [c for c in readme if COMMANDS.get(c, ())[:1] in (("run",), ("serve",))
-            and COMMANDS[c][1] == name]  # fmt: skip
+def scenario_lines(name: str, documented: list[str]) -> list[str]:
+    """The documented commands of scenario ``name``, in ``TABLE`` order."""
+    return [c for c, check in COMMANDS.items() if check[:1] in (("run",), ("serve",))
+            and check[1] == name and c in documented]  # fmt: skip
 
 
 def test_the_table_is_consistent() -> None:
@@ -307,7 +328,7 @@ def test_the_table_is_consistent() -> None:
             assert marker in ("-", "gpu", "slurm"), check
             assert nearest == "-" or names_a_test(nearest), nearest
     unused = set(SCENARIOS) - {args[0] for check, *args in COMMANDS.values() if check == "run"}
-    assert not unused, f"scenarios with no README command: {sorted(unused)}"
+    assert not unused, f"scenarios with no documented command: {sorted(unused)}"
 
 
 def scratch_checkout(root: Path) -> Path:
@@ -413,8 +434,8 @@ def user_shell_env() -> dict[str, str]:
 def test_readme_commands_run_as_written(name: str, tmp_path: Path) -> None:
     scenario = SCENARIOS[name]
     require(scenario.needs)
-    lines = scenario_lines(name, readme_commands((REPO / "README.md").read_text("utf-8")))
-    assert lines, f"README.md has no command of scenario {name!r}"
+    lines = scenario_lines(name, documented_commands())
+    assert lines, f"no document shows a command of scenario {name!r}"
     cwd = REPO if scenario.in_repo else scratch_checkout(tmp_path)
     for fixture in scenario.fixtures:
         shutil.copy(FIXTURES / fixture, cwd / fixture)

@@ -71,7 +71,7 @@ SHORT = {
     "all_pairs": "all",
     "all_pairs_rated": "all:r",
 }
-CANDIDATE = "rated_halving"  # the schedule whose targets are checked (the default "better")
+CANDIDATE = "rated_halving"  # the schedule whose targets are checked (the project's default)
 HEADLINE = ("q80", 16, 2)
 
 

@@ -23,7 +23,6 @@ __all__ = [
     "choose_by_agreement",
     "encode_output",
     "extract_call_inputs",
-    "output_signature",
 ]
 
 
@@ -103,15 +102,6 @@ def encode_output(value: Any) -> str:
     except (ValueError, TypeError, RecursionError) as err:
         # e.g. a structure nested past the recursion limit: equal only to its own kind.
         return f"<unencodable:{type(value).__name__}:{type(err).__name__}>"
-
-
-def output_signature(outputs: Sequence[Any]) -> str:
-    """A candidate's cluster key: its encoded outputs over the inputs, in input order.
-
-    Each element is a returned value, or an error marker string produced by the caller
-    for a failed call (`"<error:kind>"`); both are compared literally.
-    """
-    return json.dumps([encode_output(o) for o in outputs])
 
 
 def _fallback(value: Any) -> str:

@@ -16,6 +16,8 @@ from pairrl.config import PairrlModel
 from pairrl.eval.rsa import RsaConfig, check_rsa
 from pairrl.eval.selectors import NO_JUDGE_SELECTORS
 from pairrl.eval.thinking import ThinkingConfig, check_thinking
+from pairrl.rewards.config import ExecutorConfig
+from pairrl.rollout.config import SamplingConfig
 from pairrl.rollout.recipe import RecipeConfig
 from pairrl.rollout.schedule_registry import TOURNAMENT_SELECTORS
 
@@ -104,15 +106,6 @@ class TasksConfig(PairrlModel):
     )
 
 
-class SamplingConfig(PairrlModel):
-    """Decoding settings for sampling candidates."""
-
-    temperature: float = Field(0.8, ge=0.0, le=10.0, description="Sampling temperature")
-    top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling mass")
-    max_tokens: int = Field(512, ge=1, le=65536, description="Tokens per candidate")
-    seed: int = Field(0, ge=0, description="Sampling seed (part of the cache key)")
-
-
 class HttpConfig(PairrlModel):
     """Transport limits for OpenAI-compatible endpoints (retries are explicit and bounded)."""
 
@@ -136,6 +129,7 @@ class CandidatesConfig(PairrlModel):
     served_model: str = Field("default", description="Model name sent to the endpoint")
     k: int = Field(5, ge=1, le=1000, description="Candidates per task (first k of a pool)")
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    seed: int = Field(0, ge=0, description="Sampling seed (part of the cache key)")
     http: HttpConfig = Field(default_factory=HttpConfig)
     batch_size: int = Field(8, ge=1, le=4096, description="Prompts per generation call")
     engine: Literal["hf", "vllm"] = Field(
@@ -151,6 +145,10 @@ class CandidatesConfig(PairrlModel):
     )
 
     _endpoint_is_url = field_validator("endpoint")(check_endpoint_url)
+
+    def sampling_key(self) -> dict[str, float | int]:
+        """The decoding settings and seed, as the sample cache keys hold them."""
+        return {**self.sampling.model_dump(), "seed": self.seed}
 
     @model_validator(mode="after")
     def _source_has_location(self) -> CandidatesConfig:
@@ -224,25 +222,6 @@ class JudgeConfig(PairrlModel):
     http: HttpConfig = Field(default_factory=HttpConfig)
 
     _endpoint_is_url = field_validator("endpoint")(check_endpoint_url)
-
-
-class ExecutorConfig(PairrlModel):
-    """Labelling by execution."""
-
-    timeout_s: float = Field(3.0, gt=0.0, le=600.0, description="Per-candidate time limit")
-    workers: int | None = Field(None, ge=1, le=512, description="Executor workers")
-    isolation: Literal["bwrap", "process"] = Field(
-        "bwrap", description="Sandbox; 'process' gives up namespace isolation"
-    )
-    chunk: int = Field(256, ge=1, le=100000, description="Candidates per cached batch")
-    time_limit: Literal["fixed", "reference"] = Field(
-        "fixed",
-        description="fixed: timeout_s per candidate (per input for EvalPlus tasks); "
-        "reference: EvalPlus's rule, max(limit_floor_s, limit_factor x the reference "
-        "solution's time), for tasks that have one",
-    )
-    limit_factor: float = Field(4.0, gt=0.0, le=100.0, description="Reference mode: factor")
-    limit_floor_s: float = Field(1.0, gt=0.0, le=600.0, description="Reference mode: floor")
 
 
 class AgreementConfig(PairrlModel):
@@ -399,6 +378,13 @@ class EvalConfig(PairrlModel):
         default_factory=lambda: list(NO_JUDGE), min_length=1, description="Selectors to run"
     )
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    label_chunk: int = Field(
+        256,
+        ge=1,
+        le=100000,
+        description="Candidates labelled per cached batch (a stop "
+        "loses at most one batch of labels)",
+    )
     agreement: AgreementConfig = Field(default_factory=AgreementConfig)
     selective: SelectiveConfig = Field(default_factory=SelectiveConfig)
     difficulty: DifficultyConfig = Field(default_factory=DifficultyConfig)

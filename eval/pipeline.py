@@ -236,7 +236,7 @@ def _label_stage(
         executor,
         StageCache(cache_dir, "labels"),
         _limit_key(cfg),
-        cfg.executor.chunk,
+        cfg.label_chunk,
         progress("label", len(flat)),
     )
     return {tid: [labelled[(tid, c.candidate_id)] for c in candidates[tid]] for tid in task_ids}
@@ -315,7 +315,7 @@ class _LazyExecutor:
 
     def _get(self) -> Any:
         if self._executor is None:
-            self._executor = _make_executor(self._cfg)
+            self._executor = self._cfg.executor.build()
         return self._executor
 
     @property
@@ -337,19 +337,3 @@ class _LazyExecutor:
         """Close the executor if it was started."""
         if self._executor is not None:
             self._executor.close()
-
-
-def _make_executor(cfg: EvalConfig) -> Any:
-    """The executor with the configured limits (rewards owns its construction)."""
-    from pairrl.rewards import Executor
-
-    kwargs: dict[str, Any] = {
-        "timeout_s": cfg.executor.timeout_s,
-        "isolation": cfg.executor.isolation,
-        "time_limit": cfg.executor.time_limit,
-        "limit_factor": cfg.executor.limit_factor,
-        "limit_floor_s": cfg.executor.limit_floor_s,
-    }
-    if cfg.executor.workers is not None:
-        kwargs["workers"] = cfg.executor.workers
-    return Executor(**kwargs)

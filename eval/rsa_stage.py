@@ -68,7 +68,7 @@ def run_rsa(
                 executor,
                 StageCache(cache_dir, "labels"),
                 limit_key,
-                cfg.executor.chunk,
+                cfg.label_chunk,
                 progress(f"rsa round {round_} labels", len(flat)),
             )
             labels = {t: [found[(t, c.candidate_id)] for c in pop[t]] for t in run.task_ids}
@@ -151,7 +151,7 @@ def _sample_round(
 
     kit = benchmark_kit(cfg, list(tasks.values()))
     cache, n = StageCache(cache_dir, "samples"), cfg.candidates.k
-    seed = int(content_key("rsa round", cfg.candidates.sampling.seed, cfg.rsa.seed, round_)[:8], 16)
+    seed = int(content_key("rsa round", cfg.candidates.seed, cfg.rsa.seed, round_)[:8], 16)
     prompts: dict[str, list[Any]] = {}
     for tid, cands in prev.items():
         usable = [i for i, c in enumerate(cands) if c.error is None]
@@ -162,7 +162,7 @@ def _sample_round(
             ]
             shown = [[cands[i].completion for i in subset] for subset in subsets]
             prompts[tid] = [kit.aggregation(tasks[tid], texts) for texts in shown]
-    sampling = cfg.candidates.sampling.model_dump()
+    sampling = cfg.candidates.sampling_key()
     keys = {t: content_key("rsa", sampler.identity, p, sampling, seed) for t, p in prompts.items()}
     todo = [t for t in prompts if mode == "compute" and _needs_sampling(cache.get(keys[t]))]
     if todo:

@@ -65,7 +65,7 @@ def sample_candidates(
     # without a budget the key is the one every earlier run cached its samples under
     budget = () if think_tokens is None else ("thinking budget", think_tokens)
     keys = {
-        tid: content_key("sample", identity, prompt, src.sampling.model_dump(), src.k, *budget)
+        tid: content_key("sample", identity, prompt, src.sampling_key(), src.k, *budget)
         for tid, prompt in prompts.items()
     }
     # one sampling per key: tasks with the same prompt share their samples, whatever the
@@ -107,7 +107,7 @@ def _sample_into_cache(
         temperature=src.sampling.temperature,
         top_p=src.sampling.top_p,
         max_tokens=src.sampling.max_tokens,
-        seed=src.sampling.seed,
+        seed=src.seed,
     )
     if src.source == "model":
         check_model_path("candidates.model", src.model)

@@ -61,7 +61,7 @@ def run_thinking(
         executor,
         StageCache(cache_dir, "labels"),
         limit_key,
-        cfg.executor.chunk,
+        cfg.label_chunk,
         progress("thinking labels", len(flat)),
     )
     labels = {t: [found[(t, c.candidate_id)] for c in pop[t]] for t in run.task_ids}

@@ -1,4 +1,4 @@
-"""Tournament selectors (all pairs, Swiss, random pairing, the project's "better" schedule)
+"""Tournament selectors (all pairs, Swiss, random pairing, rated halving)
 over every task, in lock-step: each round of every task's tournament is one judge batch.
 Each selector is a schedule at a budget per candidate, by name in
 ``pairrl.rollout.schedule_registry.TOURNAMENT_SELECTORS``.

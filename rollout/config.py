@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 
 from pairrl.config import PairrlModel
 
-__all__ = ["Mode", "PhaseSampling", "RewardConfig", "RolloutConfig", "SamplingConfig"]
+__all__ = ["Mode", "PhaseSamplingConfig", "RewardConfig", "RolloutConfig", "SamplingConfig"]
 
 Mode = Literal["pairrl", "pointrl", "grpo"]
 
@@ -80,17 +80,30 @@ class RewardConfig(PairrlModel):
     )
 
 
-class PhaseSampling(PairrlModel):
-    """Decoding settings for one phase (solutions or judgements)."""
-
-    temperature: float = Field(default=0.6, gt=0.0, le=5.0, description="sampling temperature")
-    top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="nucleus sampling mass")
-    max_tokens: int = Field(default=1024, ge=1, le=131072, description="completion token cap")
-
-
 class SamplingConfig(PairrlModel):
-    """Per-phase decoding. The trainer scores each sample at its phase's temperature
-    (``pairrl.train.row_temperatures``)."""
+    """Decoding settings for one kind of sample: a training phase's (solutions or
+    judgements) or the benchmark's candidates."""
 
-    solution: PhaseSampling = Field(default_factory=PhaseSampling, description="solution phase")
-    judgement: PhaseSampling = Field(default_factory=PhaseSampling, description="judgement phase")
+    temperature: float = Field(
+        default=0.8, ge=0.0, le=10.0, description="sampling temperature (0: greedy, benchmark only)"
+    )
+    top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="nucleus sampling mass")
+    max_tokens: int = Field(default=512, ge=1, le=131072, description="completion token cap")
+
+
+class PhaseSamplingConfig(PairrlModel):
+    """Training's decoding, per phase. The trainer scores each sample at its phase's
+    temperature (``pairrl.train.row_temperatures``), so a temperature must be above 0."""
+
+    solution: SamplingConfig = Field(default_factory=SamplingConfig, description="solution phase")
+    judgement: SamplingConfig = Field(default_factory=SamplingConfig, description="judgement phase")
+
+    @model_validator(mode="after")
+    def _trainable(self) -> PhaseSamplingConfig:
+        for phase in ("solution", "judgement"):
+            if getattr(self, phase).temperature <= 0.0:
+                raise ValueError(
+                    f"{phase}.temperature must be above 0 in training: each sample is scored "
+                    "at its temperature (0, greedy decoding, has no sampling distribution)"
+                )
+        return self

@@ -34,7 +34,6 @@ from pairrl.rollout.prompts import (
 from pairrl.rollout.statement import problem_text
 
 __all__ = [
-    "Conversation",
     "Messages",
     "PromptKit",
     "kit_for_tasks",
@@ -42,8 +41,9 @@ __all__ = [
     "paper_prompt_kit",
 ]
 
+# A chat: {"role", "content"} dicts. A prompt, or (warm-start data) a prompt followed by
+# the assistant's target.
 Messages = list[dict[str, str]]
-Conversation = list[dict[str, str]]  # prompt messages followed by the assistant's target
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,13 @@ config and tournament selectors (``pairrl.eval``) and benchmarks/selection.py re
 
 ``TOURNAMENT_SELECTORS``: a tournament selector is a schedule at a budget proportional to
 the field, named as the benchmark's configs and ``summary.json`` name it: ``swiss_2n`` is
-Swiss with 2N comparisons, ``better_2n`` rated halving (the project's default "better"
+Swiss with 2N comparisons, ``rated_halving_2n`` rated halving (the project's default
 schedule) with 2N, ``halving_2n`` sequential halving with 2N, ``all_pairs`` every pair once.
 
 >>> list(SCHEDULES)
 ['swiss', 'sequential_halving', 'rated_halving', 'ladder', 'random_pairing', 'all_pairs']
->>> better = get_tournament_selector("better_2n")
->>> better.schedule, better.budget(16)
+>>> halving = get_tournament_selector("rated_halving_2n")
+>>> halving.schedule, halving.budget(16)
 ('rated_halving', 32)
 >>> get_tournament_selector("all_pairs").budget(16) is None
 True
@@ -60,7 +60,7 @@ SCHEDULES: dict[str, Tournament] = {
     "random_pairing": random_pairing_tournament,
     "all_pairs": all_pairs_tournament,
 }
-"""Every schedule by name (the project's default "better" schedule is ``rated_halving``)."""
+"""Every schedule by name (the project's default is ``rated_halving``)."""
 
 
 _T = TypeVar("_T")
@@ -113,7 +113,7 @@ TOURNAMENT_SELECTORS: dict[str, TournamentSelector] = {
         TournamentSelector("swiss_2n", "swiss", 2),
         TournamentSelector("swiss_3n", "swiss", 3),
         TournamentSelector("random_pairing_2n", "random_pairing", 2),
-        TournamentSelector("better_2n", "rated_halving", 2),
+        TournamentSelector("rated_halving_2n", "rated_halving", 2),
         TournamentSelector("halving_2n", "sequential_halving", 2),
         TournamentSelector("ladder_2n", "ladder", 2),
     )

@@ -236,8 +236,7 @@ _HELP = {
     "served_model": "Model name at --endpoint (default: its first).",
     "method": "pairwise (a tournament, --schedule) or pointwise_rating (the paper's "
     "pointwise baseline: each candidate rated once on 1-10, the highest rating wins).",
-    "schedule": "Tournament schedule: swiss is the paper's, rated_halving the project's "
-    '"better" one.',
+    "schedule": "Tournament schedule: swiss is the paper's, rated_halving the project's default.",
     "readout": "sampled (parse tags), expected (rating-token probabilities where the judge "
     "writes them) or forced (no reasoning: tags forced at once, read as expectations).",
     "think_tokens": "Thinking budget, then </think> is forced.",

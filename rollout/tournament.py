@@ -9,7 +9,7 @@ Entry points (one signature, so callers and ablations can swap them; by name in
     sequential_halving_tournament(...)   # aimed at finding the best; argued in
                                          # pairrl.rollout.schedules
     rated_halving_tournament(...)        # halving whose cuts and pick read the ratings
-                                         # through a rating model (the "better_2n"
+                                         # through a rating model (the "rated_halving_2n"
                                          # selector); pairrl.rollout.strengths
     ladder_tournament(...)               # model-based: evidence ladder + margin-model pick,
                                          # argued in pairrl.rollout.schedules
@@ -229,7 +229,7 @@ def rated_halving_tournament(
     prior_ratings: float = 1.0,
 ) -> TournamentResult:
     """Sequential halving that reads the ratings themselves (the project's default
-    "better" schedule): the same stages and duels as ``sequential_halving_tournament``,
+    schedule): the same stages and duels as ``sequential_halving_tournament``,
     but each cut, and the pick within the final pool, is by the candidates' levels under
     the rating model of ``pairrl.rollout.strengths.rating_strengths``: every rating is the
     rated candidate's level plus noise plus an effect shared by the pair, whose size is

@@ -19,13 +19,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pairrl.rollout.config import PhaseSampling, SamplingConfig
+from pairrl.rollout.config import PhaseSamplingConfig, SamplingConfig
 
 __all__ = ["TRLGenerator", "phase_sampling"]
 
 
 @contextmanager
-def phase_sampling(trainer: Any, params: PhaseSampling) -> Iterator[None]:
+def phase_sampling(trainer: Any, params: SamplingConfig) -> Iterator[None]:
     """Temporarily set TRL's sampling temperature, top-p and max tokens to ``params``."""
     if getattr(trainer, "use_vllm", False):
         engine = trainer.vllm_generation
@@ -59,7 +59,7 @@ def phase_sampling(trainer: Any, params: PhaseSampling) -> Iterator[None]:
 class TRLGenerator:
     """``pairrl.rollout.pairrl_rollout.Generator`` backed by the trainer's own generation path."""
 
-    def __init__(self, trainer: Any, sampling: SamplingConfig) -> None:
+    def __init__(self, trainer: Any, sampling: PhaseSamplingConfig) -> None:
         self.trainer = trainer
         self.sampling = sampling
 

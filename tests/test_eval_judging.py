@@ -63,7 +63,7 @@ def test_a_repeated_pair_is_a_fresh_sample(tmp_path: Path) -> None:
 
 
 def test_a_tournament_that_repeats_a_pair_pays_for_each_repeat(tmp_path: Path) -> None:
-    # Two candidates and a budget of 4 comparisons: sequential halving (better_2n) plays the
+    # Two candidates and a budget of 4 comparisons: sequential halving (rated_halving_2n) plays the
     # one pair 4 times. Each must be its own judgement, not one sample counted 4 times.
     sampler = CountingSampler()
     cfg = EvalConfig.model_validate({"candidates": {"pool": "p"}})
@@ -72,7 +72,7 @@ def test_a_tournament_that_repeats_a_pair_pays_for_each_repeat(tmp_path: Path) -
     run = EvalRun(cfg, "compute", ["t"], {"t": cands}, {"t": [label, None]}, {})
     ledgers = {"t": TaskLedger("t")}
     selections = run_tournaments(
-        cfg, "better_2n", _judge(tmp_path, sampler), {"t": TASK}, run, {"t": ["a", "b"]},
+        cfg, "rated_halving_2n", _judge(tmp_path, sampler), {"t": TASK}, run, {"t": ["a", "b"]},
         ledgers, lambda n: None,
     )  # fmt: skip
     selection = selections["t"]

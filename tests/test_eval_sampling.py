@@ -49,7 +49,7 @@ def test_tasks_with_one_prompt_are_sampled_once(
             "out_dir": str(tmp_path / "out"),
             "tasks": {"path": str(tmp_path / "unread.jsonl")},  # the tasks are given below
             "candidates": {"source": "model", "model": str(model), "k": 2,
-                           "batch_size": batch_size, "sampling": {"seed": 0}},
+                           "batch_size": batch_size, "seed": 0},
             "selectors": ["random"],
         }
     )  # fmt: skip

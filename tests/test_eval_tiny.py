@@ -33,7 +33,7 @@ def _config(shared: Path, out: Path, **candidates: object) -> EvalConfig:
                 "split": "mbpp_test",
                 "limit": 2,
             },
-            "candidates": {"k": 2, "sampling": {"max_tokens": 24, "seed": 0}, **candidates},
+            "candidates": {"k": 2, "sampling": {"max_tokens": 24}, "seed": 0, **candidates},
             "judge": {
                 "readout": "forced",
                 # random weights put little mass on the rating tokens; this tests plumbing

@@ -167,7 +167,7 @@ def test_resume_lets_through_the_fields_that_may_change_and_reports_them(tmp_pat
         "logging.console=dicts",
         "checkpoint.every_steps=3",
         "engine.server_host=10.0.0.7",
-        "executor.num_workers=1",
+        "executor.workers=1",
     )
     point = resume_point(changed, tmp_path)
     assert point.checkpoint == tmp_path / "checkpoint-2" and point.skipped == []
@@ -177,7 +177,7 @@ def test_resume_lets_through_the_fields_that_may_change_and_reports_them(tmp_pat
         "logging.console",
         "checkpoint.every_steps",
         "engine.server_host",
-        "executor.num_workers",
+        "executor.workers",
     }
 
 

@@ -32,7 +32,7 @@ BENCHMARK_NAMES = {
     "swiss_2n": ("swiss", 2),
     "swiss_3n": ("swiss", 3),
     "random_pairing_2n": ("random_pairing", 2),
-    "better_2n": ("rated_halving", 2),
+    "rated_halving_2n": ("rated_halving", 2),
     "halving_2n": ("sequential_halving", 2),
     "ladder_2n": ("ladder", 2),
 }
@@ -87,7 +87,7 @@ def test_a_selector_runs_its_schedule_at_its_budget() -> None:
     def judge(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
         return [(9 if a == 2 else 2, 9 if b == 2 else 2) for a, b in pairs]
 
-    better = get_tournament_selector("better_2n").run(6, judge, seed=3)
+    better = get_tournament_selector("rated_halving_2n").run(6, judge, seed=3)
     assert better.schedule == "rated_halving" and better.budget == 12
     assert better.num_comparisons == 12 and better.winner == 2
     every_pair = get_tournament_selector("all_pairs").run(6, judge, seed=3)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from transformers import GenerationConfig
 
-from pairrl.rollout.config import PhaseSampling, SamplingConfig
+from pairrl.rollout.config import PhaseSamplingConfig, SamplingConfig
 from pairrl.rollout.trl_generation import TRLGenerator, phase_sampling
 
 
@@ -47,9 +47,9 @@ def _fake_trainer(seen: list) -> SimpleNamespace:
 def test_phase_settings_swap_in_and_back() -> None:
     seen: list = []
     trainer = _fake_trainer(seen)
-    sampling = SamplingConfig(
-        solution=PhaseSampling(temperature=0.6, top_p=0.95, max_tokens=40),
-        judgement=PhaseSampling(temperature=1.0, top_p=0.5, max_tokens=12),
+    sampling = PhaseSamplingConfig(
+        solution=SamplingConfig(temperature=0.6, top_p=0.95, max_tokens=40),
+        judgement=SamplingConfig(temperature=1.0, top_p=0.5, max_tokens=12),
     )
     gen = TRLGenerator(trainer, sampling)
     ids, logprobs = gen.generate([[1, 2], [3]], "judgement", 1)
@@ -64,6 +64,6 @@ def test_phase_settings_swap_in_and_back() -> None:
 def test_vllm_engine_settings_swap() -> None:
     engine = SimpleNamespace(temperature=0.6, top_p=0.95, max_completion_length=99)
     trainer = SimpleNamespace(use_vllm=True, vllm_generation=engine)
-    with phase_sampling(trainer, PhaseSampling(temperature=1.0, top_p=0.5, max_tokens=12)):
+    with phase_sampling(trainer, SamplingConfig(temperature=1.0, top_p=0.5, max_tokens=12)):
         assert (engine.temperature, engine.top_p, engine.max_completion_length) == (1.0, 0.5, 12)
     assert (engine.temperature, engine.top_p, engine.max_completion_length) == (0.6, 0.95, 99)

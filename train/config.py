@@ -15,9 +15,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from pairrl.config import PairrlModel
+from pairrl.rewards.config import ExecutorConfig
 from pairrl.rollout.config import (
     Mode,
-    PhaseSampling,
+    PhaseSamplingConfig,
     RewardConfig,
     RolloutConfig,
     SamplingConfig,
@@ -38,7 +39,7 @@ __all__ = [
     "Mode",
     "ModelConfig",
     "OptimConfig",
-    "PhaseSampling",
+    "PhaseSamplingConfig",
     "RecipeConfig",
     "RewardConfig",
     "RolloutConfig",
@@ -267,32 +268,6 @@ class BatchConfig(PairrlModel):
     bf16: bool = Field(default=False, description="bf16 mixed precision (GPU only)")
 
 
-class ExecutorConfig(PairrlModel):
-    """The sandbox that labels solutions (pairrl.rewards.Executor)."""
-
-    num_workers: int | None = Field(
-        default=None, ge=1, le=1024, description="sandbox workers; null = one per core"
-    )
-    timeout_s: float = Field(default=6.0, gt=0.0, le=600.0, description="per-candidate limit")
-    isolation: Literal["bwrap", "process"] = Field(
-        default="bwrap",
-        description="bwrap: bubblewrap sandbox (required for untrusted code); process: "
-        "rlimits only, for machines without bubblewrap",
-    )
-    time_limit: Literal["fixed", "reference"] = Field(
-        default="fixed",
-        description="fixed: timeout_s per candidate (per input for input/output tasks); "
-        "reference: EvalPlus's rule, max(limit_floor_s, limit_factor x the reference "
-        "solution's time), for tasks that have one",
-    )
-    limit_factor: float = Field(
-        default=4.0, gt=0.0, le=100.0, description="reference mode: times the reference's time"
-    )
-    limit_floor_s: float = Field(
-        default=1.0, gt=0.0, le=600.0, description="reference mode: the smallest limit"
-    )
-
-
 class WarmStartConfig(PairrlModel):
     """Optional supervised warm start (pairrl.train.warm_start) on the conversations the data
     source or recipe provides (tiny_code, math tasks: format examples, see
@@ -366,7 +341,9 @@ class TrainConfig(PairrlModel):
     advantage: AdvantageConfig = Field(
         default_factory=AdvantageConfig, description="advantages and lambda"
     )
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="decoding")
+    sampling: PhaseSamplingConfig = Field(
+        default_factory=PhaseSamplingConfig, description="decoding, per phase"
+    )
     engine: EngineConfig = Field(default_factory=EngineConfig, description="generation engine")
     loss: LossConfig = Field(default_factory=LossConfig, description="TRL loss settings")
     optim: OptimConfig = Field(default_factory=OptimConfig, description="optimiser")

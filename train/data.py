@@ -16,12 +16,10 @@ from typing import Any
 
 from pairrl.errors import InputError
 from pairrl.rewards.tasks import AnswerTests, Task
-from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.train.config import DataConfig
 
 __all__ = ["answer_warm_start_examples", "build_dataset", "check_data_source"]
-
-Messages = list[dict[str, str]]
 
 
 def check_data_source(cfg: DataConfig) -> None:
@@ -47,7 +45,7 @@ def check_data_source(cfg: DataConfig) -> None:
 
 def answer_warm_start_examples(
     tasks: list[Task], kit: PromptKit, num_examples: int, seed: int = 0, judge_every: int = 4
-) -> list[Conversation]:
+) -> list[Messages]:
     """Format-teaching conversations for math tasks (a tiny model's warm start).
 
     Solutions end in ``\\boxed{}`` with an answer drawn from the pool of the task set's
@@ -63,7 +61,7 @@ def answer_warm_start_examples(
     def solution() -> str:
         return f"The answer is \\boxed{{{rng.choice(golds)}}}."
 
-    out: list[Conversation] = []
+    out: list[Messages] = []
     for k in range(num_examples):
         task = rng.choice(tasks)
         if judge_every and k % judge_every == 0:

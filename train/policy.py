@@ -28,7 +28,7 @@ from typing import Any
 from pairrl.config import ConfigError
 from pairrl.errors import InputError
 from pairrl.model_source import resolve_model_path
-from pairrl.rollout.prompt_kit import Conversation
+from pairrl.rollout.prompt_kit import Messages
 from pairrl.train.checkpoints import publish_folder
 from pairrl.train.config import TrainConfig
 from pairrl.train.resume import describe_changes, field_changes, flatten
@@ -102,7 +102,7 @@ def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
     model = {k: v for k, v in dump["model"].items() if k in {"path", "build_tiny"}}
     if cfg.model.build_tiny:
         model["tiny"] = dump["model"]["tiny"]
-    executor = {k: v for k, v in dump["executor"].items() if k != "num_workers"}
+    executor = {k: v for k, v in dump["executor"].items() if k != "workers"}
     return flatten(
         {
             "seed": dump["seed"],
@@ -119,7 +119,7 @@ def prepare_policy(
     cfg: TrainConfig,
     run_dir: Path,
     state: Any,
-    conversations: Callable[[], list[Conversation]],
+    conversations: Callable[[], list[Messages]],
 ) -> Policy:
     """Build (main process) and warm-start the policy; every process gets the same folder.
 
@@ -177,7 +177,7 @@ def _train_warm_start(
     cfg: TrainConfig,
     source: str,
     warm_dir: Path,
-    conversations: Callable[[], list[Conversation]],
+    conversations: Callable[[], list[Messages]],
 ) -> dict[str, Any]:
     """Train the warm start in a staging folder, record its settings, rename it into place."""
     from pairrl.train.warm_start import warm_start

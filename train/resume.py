@@ -50,7 +50,7 @@ MAY_CHANGE_ON_RESUME: dict[str, str] = {
     "loss.max_forward_tokens": "memory only (the same loss up to float rounding)",
     "loss.logits_chunk_tokens": "memory only (the same loss up to float rounding)",
     "model.gradient_checkpointing": "memory only",
-    "executor.num_workers": "sandbox parallelism only",
+    "executor.workers": "sandbox parallelism only",
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pairrl.rollout.layout import JUDGEMENT, SOLUTION
 
-__all__ = ["pair_verification", "solution_correctness"]
+__all__ = ["pair_verification", "quiet_unscored_rows", "solution_correctness"]
 
 
 def solution_correctness(
@@ -57,4 +57,11 @@ class _NoRewardRowFilter(logging.Filter):
         return "All reward functions returned None" not in record.getMessage()
 
 
-logging.getLogger("trl.trainer.grpo_trainer").addFilter(_NoRewardRowFilter())
+_ROW_FILTER = _NoRewardRowFilter()
+
+
+def quiet_unscored_rows() -> None:
+    """Install the filter on TRL's GRPO logger (once; the trainer calls it when built)."""
+    logger = logging.getLogger("trl.trainer.grpo_trainer")
+    if _ROW_FILTER not in logger.filters:
+        logger.addFilter(_ROW_FILTER)

@@ -22,7 +22,7 @@ from typing import Any
 from pairrl.config import ConfigError
 from pairrl.cpu_floats import denormals_flushed
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.train.checkpoints import checkpoint_folders, copy_model_files, publish_folder
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
@@ -59,7 +59,7 @@ class _Source:
     tasks: list[Task]
     prompts: PromptKit
 
-    def conversations(self, seed: int) -> Callable[[], list[Conversation]]:
+    def conversations(self, seed: int) -> Callable[[], list[Messages]]:
         """The warm start's data, built only if a warm start runs."""
         return lambda: self.family.warm_start_conversations(seed, self.tasks)
 
@@ -133,19 +133,8 @@ def _labeller(cfg: TrainConfig, tasks: list[Task]) -> Any:
     """The rollout's ``label``: math tasks by math-verify, code tasks in the sandbox (started
     at once when there are code tasks, so that a missing sandbox fails before training)."""
     from pairrl.rewards.answers import TaskLabeller, is_answer_task
-    from pairrl.rewards.executor import Executor
 
-    def make_executor() -> Executor:
-        return Executor(
-            workers=cfg.executor.num_workers,
-            timeout_s=cfg.executor.timeout_s,
-            isolation=cfg.executor.isolation,
-            time_limit=cfg.executor.time_limit,
-            limit_factor=cfg.executor.limit_factor,
-            limit_floor_s=cfg.executor.limit_floor_s,
-        )
-
-    return TaskLabeller(make_executor, eager=any(not is_answer_task(t) for t in tasks))
+    return TaskLabeller(cfg.executor.build, eager=any(not is_answer_task(t) for t in tasks))
 
 
 def _text_codec(

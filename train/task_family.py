@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pairrl.errors import InputError
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.rollout.recipe import LoadedRecipe, RecipeConfig, TaskRecipe
 from pairrl.rollout.recipe import resolve_recipe as _resolve
 from pairrl.train.config import DataConfig, TrainConfig
@@ -77,7 +77,7 @@ class TaskFamily(Protocol):
         """The prompt builders (and training pair constructor) of the family."""
         ...
 
-    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
+    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Messages]:
         """Chat conversations (prompt and assistant target) for the supervised warm start."""
         ...
 
@@ -102,7 +102,7 @@ class Recipe(TaskRecipe, Protocol):
 
     def warm_start_conversations(
         self, cfg: TrainConfig, options: Any, seed: int, tasks: Sequence[Task]
-    ) -> list[Conversation]:
+    ) -> list[Messages]:
         """Chat conversations (prompt and assistant target) for the supervised warm start
         (``cfg``: the run's config, e.g. for a recipe that samples its model first)."""
         ...
@@ -151,7 +151,7 @@ class TinyCodeFamily(_BuiltIn):
 
         return kit_for_tasks(self._tasks)
 
-    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
+    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Messages]:
         from pairrl.train.tiny_tasks import warm_start_examples
 
         kit = self.prompt_kit()
@@ -189,7 +189,7 @@ class TaskRowsFamily(_BuiltIn):
 
         return kit_for_tasks(self._tasks)  # math tasks get the math prompts
 
-    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
+    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Messages]:
         """Math rows: format-teaching conversations; code rows: none (a real model starts
         from its own)."""
         from pairrl.train.data import answer_warm_start_examples
@@ -233,7 +233,7 @@ class RecipeFamily:
     def prompt_kit(self) -> PromptKit:
         return self.recipe.prompt_kit(self.options)
 
-    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Conversation]:
+    def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Messages]:
         return self.recipe.warm_start_conversations(self.cfg, self.options, seed, tasks)
 
     def before_training(

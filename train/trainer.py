@@ -124,7 +124,10 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         sample_temperatures: dict[str, float] | None = None,
         **kwargs: Any,
     ) -> None:
+        from pairrl.train.reward_funcs import quiet_unscored_rows
         from pairrl.train.vllm_cpu import cpu_colocate, patch_weight_sync
+
+        quiet_unscored_rows()
 
         grpo_args = kwargs.get("args", args[2] if len(args) > 2 else None)
         with cpu_colocate(grpo_args, dtype=dtype) as on_cpu:

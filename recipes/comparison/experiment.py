@@ -213,8 +213,8 @@ def eval_config(
                 "temperature": options.eval_temperature or sol.temperature,
                 "top_p": sol.top_p,
                 "max_tokens": sol.max_tokens,
-                "seed": cfg.seed,
             },
+            "seed": cfg.seed,
             "batch_size": options.eval_batch_size,
             "engine": options.eval_engine,
             "dtype": cfg.model.dtype,
@@ -250,11 +250,7 @@ def eval_config(
                 "fixed_pairs": pool is not None,
             },
             "selectors": selectors,
-            "executor": {
-                "timeout_s": cfg.executor.timeout_s,
-                "workers": cfg.executor.num_workers,
-                "isolation": cfg.executor.isolation,
-            },
+            "executor": cfg.executor.model_dump(),
             "selective": {"enabled": False},
             # a tiny sampled judge now and then truncates or garbles a rating: tolerate 1%
             # failed calls (counted and reported), no more

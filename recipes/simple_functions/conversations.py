@@ -33,7 +33,7 @@ from pairrl.recipes.simple_functions.prompts import (
 )
 from pairrl.rewards.code_extract import first_code_block
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 
 __all__ = [
     "LabelledBlock",
@@ -147,12 +147,12 @@ def build_conversations(
     pairs_per_task: int,
     pointwise_per_task: int,
     ab_per_task: int = 0,
-) -> list[Conversation]:
+) -> list[Messages]:
     """Solution, pairwise, pointwise and A/B conversations (see the module docstring),
     shuffled. Pairs are drawn from distinct blocks, mixed (one correct, one not) when the
     task has both, in both orders across draws."""
     rng = random.Random(seed)
-    out: list[Conversation] = []
+    out: list[Messages] = []
     for task, blocks in zip(tasks, labelled, strict=True):
         passing = [b for b in blocks if b.passed]
         for block in passing[:solutions_per_task]:

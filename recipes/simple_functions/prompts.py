@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.pairs import build_training_pairs
-from pairrl.rollout.prompt_kit import PromptKit
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.rollout.prompts import solution_for_judge
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
 CORRECT_RATING = 9
 INCORRECT_RATING = 1
 
-Messages = list[dict[str, str]]
 
 _SOLVE = "Answer with only the function, in one ```python code block."
 _RATE_PAIR = (

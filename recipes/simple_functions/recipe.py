@@ -13,7 +13,7 @@ from pairrl.recipes.comparison.report import TaskDescription
 from pairrl.recipes.simple_functions.config import SimpleFunctionOptions
 from pairrl.recipes.simple_functions.tasks import split_tasks
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 
 __all__ = ["SIMPLE_FUNCTIONS", "SimpleFunctionRecipe"]
 
@@ -50,7 +50,7 @@ class SimpleFunctionRecipe(ComparisonHooks):
 
     def warm_start_conversations(
         self, cfg: Any, options: SimpleFunctionOptions, seed: int, tasks: Sequence[Task]
-    ) -> list[Conversation]:
+    ) -> list[Messages]:
         """The model's own samples on the training tasks, labelled by execution, as
         solution and judgement conversations (``conversations``)."""
         from pairrl.recipes.simple_functions.conversations import (
@@ -58,7 +58,6 @@ class SimpleFunctionRecipe(ComparisonHooks):
             label_blocks,
             sample_completions,
         )
-        from pairrl.rewards.executor import Executor
 
         kit = self.prompt_kit(options)
         completions = sample_completions(
@@ -72,7 +71,7 @@ class SimpleFunctionRecipe(ComparisonHooks):
             engine=options.warm_sample_engine,
             dtype=options.warm_sample_dtype,
         )
-        executor = Executor(workers=cfg.executor.num_workers, timeout_s=cfg.executor.timeout_s)
+        executor = cfg.executor.build()
         try:
             labelled = label_blocks(tasks, completions, executor)
         finally:

@@ -41,7 +41,7 @@ from pairrl.recipes.toy_addition.tasks import (
 )
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.pairs import build_training_pairs
-from pairrl.rollout.prompt_kit import PromptKit
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.rollout.prompts import solution_for_judge
 
 __all__ = [
@@ -63,8 +63,6 @@ __all__ = [
 
 CORRECT_RATING = 9
 INCORRECT_RATING = 1
-
-Messages = list[dict[str, str]]
 
 
 def generation_messages(task: Task) -> Messages:

@@ -17,7 +17,7 @@ from pairrl.recipes.comparison.report import TaskDescription
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.tasks import AdditionProblem, split_problems
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.prompt_kit import Conversation, PromptKit
+from pairrl.rollout.prompt_kit import Messages, PromptKit
 
 __all__ = ["TOY_TASK", "ToyAdditionRecipe"]
 
@@ -56,7 +56,7 @@ class ToyAdditionRecipe(ComparisonHooks):
 
     def warm_start_conversations(
         self, cfg: Any, options: ToyAdditionOptions, seed: int, tasks: Sequence[Task]
-    ) -> list[Conversation]:
+    ) -> list[Messages]:
         """Solutions and judgements from a teacher that drops the units carry at a rate."""
         from pairrl.recipes.toy_addition.conversations import warm_start_conversations
 

@@ -3,8 +3,8 @@
 ``TRLGenerator`` calls ``GRPOTrainer._generate_single_turn``: the one method through which
 TRL generates with the policy, whatever the engine (transformers ``generate`` with
 DeepSpeed/FSDP weight gathering, vLLM colocate or vLLM server with weight sync). It is a
-private method, so its signature is pinned by a test (TRL is pinned to 1.16 in
-pyproject). For each phase the sampling settings (temperature, top-p, max new tokens)
+private method, so its signature is pinned (``pairrl.train.trl_seam``, TRL is pinned to
+1.16 in pyproject). For each phase the sampling settings (temperature, top-p, max new tokens)
 are swapped into TRL's generation config (transformers) or its vLLM generation object,
 and restored afterwards.
 

@@ -8,6 +8,7 @@ Modules (import them directly; this package import stays light, no torch):
 * ``pairrl.train.metrics``    per-step metrics from the row records
 * ``pairrl.train.task_family`` where problems, prompts and warm-start data come from
 * ``pairrl.train.trainer``    ``PairRLTrainer``: GRPOTrainer with PairRL's advantages (its overrides: that module's docstring)
+* ``pairrl.train.trl_seam``   every private TRL symbol pairrl touches, each pinned by a test
 * ``pairrl.train.run``        wiring: model, data, executor, trainer, resume
 * ``pairrl.train.cli``        ``pairrl train CONFIG``
 """

@@ -50,6 +50,9 @@ problems gets the uninterrupted run's shuffle after a resume (``pairrl.train.res
 checkpoint saves are staged and renamed into place once whole (``AtomicCheckpoints``,
 ``pairrl.train.checkpoints``).
 
+Every private TRL symbol these overrides and the rest of pairrl touch is listed, and pinned
+by a test, in ``pairrl.train.trl_seam``.
+
 With vLLM colocated on vLLM's CPU build, the engine's settings and the weight sync differ
 from TRL's (``pairrl.train.vllm_cpu``); the trainer applies them around its construction,
 and only there.

@@ -37,7 +37,7 @@ def run_arm(
     out.mkdir(parents=True)
     shutil.copytree(source / "warm_start", out / "warm_start")
     pairrl = str(Path(sys.executable).with_name("pairrl"))
-    cmd = [pairrl, "train", str(config), "--out", str(out), *[f"--set={o}" for o in extra]]
+    cmd = [pairrl, "experiment", str(config), "--out", str(out), *[f"--set={o}" for o in extra]]
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     wall = time.perf_counter() - started

@@ -1,6 +1,6 @@
 """Ablation of the main job over seeds: PointRL, GRPO-4, GRPO-8 and PairRL from one warm start.
 
-Each seed is one main job (``pairrl train configs/toy_cpu.yaml``) with PointRL and GRPO
+Each seed is one main job (``pairrl experiment configs/toy_cpu.yaml``) with PointRL and GRPO
 with 4 solutions added to its baselines, so every mode of a seed trains from the same warm
 start with the same seed and steps, and the selection benchmark evaluates them all on the
 same held-out problems and the same shared pool:
@@ -82,7 +82,7 @@ def run_seed(
         print(f"reusing {run_dir}/summary.json", flush=True)
         return json.loads((run_dir / "summary.json").read_text())
     model = out / f"model-seed{seed}"  # each seed's own initial model (built from its seed)
-    cmd = [exe, "train", config, "--out", str(run_dir), f"--set=seed={seed}", f"--set={BASELINES}",
+    cmd = [exe, "experiment", config, "--out", str(run_dir), f"--set=seed={seed}", f"--set={BASELINES}",
            f"--set=model.path={model}"]  # fmt: skip
     cmd += [f"--set={o}" for o in overrides]
     print("$ " + " ".join(cmd) + "\n", end="", flush=True)  # one write: seeds print from threads

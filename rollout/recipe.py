@@ -3,7 +3,7 @@
 A recipe is any importable module (or ``module:attribute``) whose object provides what
 both sides need: the tasks (a training split and a held-out split) and the prompt kit, plus
 an options schema (``options_model``) for the settings a YAML gives it. Training asks more
-of it (``pairrl.train.task_family.Recipe``: warm-start data, an end-of-run hook); the benchmark
+of it (``pairrl.train.task_family.Recipe``: warm-start data, optionally an experiment); the benchmark
 asks only this (:class:`TaskRecipe`), so ``pairrl eval`` runs a recipe's held-out tasks
 with the prompts the model was trained on. Selected in YAML::
 

@@ -12,7 +12,11 @@ from pairrl.config import load_config
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 # `kind:` at the top of a run config names its schema.
-SCHEMAS = {"train": "pairrl.train.config:TrainConfig", "eval": "pairrl.eval.config:EvalConfig"}
+SCHEMAS = {
+    "train": "pairrl.train.config:TrainConfig",
+    "experiment": "pairrl.train.config:TrainConfig",
+    "eval": "pairrl.eval.config:EvalConfig",
+}
 
 RUN_CONFIGS = sorted(p for p in CONFIG_DIR.glob("*.yaml"))
 ACCELERATE_CONFIGS = sorted((CONFIG_DIR / "accelerate").glob("*.yaml"))

@@ -49,7 +49,7 @@ PLACEHOLDER = re.compile(r"\.\.\.|^\[|<\w+>|(?:^|[/=])[A-Z][A-Z_]*(?:$|[/.])")
 SERVER_READY_S = 420  # vLLM's eager start-up is about 60 s on 2 idle cores; they are shared
 
 TABLE = r"""
-bash .ci/setup.sh && .venv/bin/pairrl train configs/toy_cpu.yaml --out runs/toy | setup
+bash .ci/setup.sh && .venv/bin/pairrl experiment configs/toy_cpu.yaml --out runs/toy | setup
 .venv/bin/python -m pytest | suite
 pairrl train configs/tiny_cpu.yaml --dry-run | run dry_run
 pairrl train configs/tiny_cpu.yaml --out runs/tiny | run tiny_train
@@ -65,11 +65,11 @@ pairrl train configs/math_tiny_cpu.yaml --out runs/math_tiny | run math
 pairrl eval configs/eval_math_tiny_cpu.yaml --strict | run math
 .venv/bin/python -c "import datasets; datasets.Dataset.from_json('configs/data/tiny_math.jsonl').rename_column('problem', 'question').to_parquet('runs/tiny_math.parquet')" | run math
 pairrl eval configs/eval_math_tiny_cpu.yaml --tasks runs/tiny_math.parquet --set tasks.columns.problem=question --strict | run math
-.venv/bin/pairrl train configs/toy_cpu.yaml --out runs/toy | main_job
+.venv/bin/pairrl experiment configs/toy_cpu.yaml --out runs/toy | main_job
 .venv/bin/python benchmarks/toy_ablation.py --out runs/toy_ablation --seeds 0 1 2 | ablation
 .venv/bin/python benchmarks/toy_ablation.py --evaluate-from runs/toy_ablation --out runs/toy_ablation_eval | ablation
-.venv/bin/pairrl train configs/smollm2_cpu.yaml --out runs/smollm2 | real_model_job
-.venv/bin/pairrl train configs/smollm2_cpu.yaml --out runs/smollm2-s1 --set seed=1 | real_model_job
+.venv/bin/pairrl experiment configs/smollm2_cpu.yaml --out runs/smollm2 | real_model_job
+.venv/bin/pairrl experiment configs/smollm2_cpu.yaml --out runs/smollm2-s1 --set seed=1 | real_model_job
 pairrl eval --tasks ../shared/data/HumanEval.jsonl.gz --pool ../shared/data/pools/humaneval_codegeex13b_adapt_n15.jsonl --k 15 --out runs/eval/he --strict | run humaneval_pool
 pairrl eval configs/eval_tiny_cpu.yaml --strict | run tiny_eval
 pairrl eval gate runs/eval/he --strict | run humaneval_pool
@@ -89,6 +89,8 @@ pairrl eval configs/eval_tiny_cpu.yaml --endpoint http://127.0.0.1:8000/v1 --set
 pairrl train configs/tiny_cpu.yaml --set engine.kind=vllm_colocate | run vllm_train
 .venv/bin/python -m pytest -q -m "not slow" | suite
 pairrl select | prose
+pairrl train | prose
+pairrl experiment | prose
 pairrl execute | prose
 pairrl doctor | run doctor
 pairrl export | prose
@@ -107,8 +109,8 @@ pip install -e '.[dev]' | pip
 pip install -e '.[gguf]' | pip
 OMP_NUM_THREADS=1 /usr/bin/time -v .venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=25 | suite
 .venv/bin/ruff check . && .venv/bin/ruff format --check . | run lint
-/usr/bin/time -v .venv/bin/pairrl train configs/toy_cpu.yaml --out runs/m0 --set model.path=runs/model-m0 | main_job
-/usr/bin/time -v .venv/bin/pairrl train configs/smollm2_cpu.yaml --out runs/sa0 | real_model_job
+/usr/bin/time -v .venv/bin/pairrl experiment configs/toy_cpu.yaml --out runs/m0 --set model.path=runs/model-m0 | main_job
+/usr/bin/time -v .venv/bin/pairrl experiment configs/smollm2_cpu.yaml --out runs/sa0 | real_model_job
 .venv/bin/python benchmarks/seed_curves.py runs/sa0 runs/sa1 --out docs/smollm2_curves.png | after_real_model_job
 /usr/bin/time -v | prose
 OMP_NUM_THREADS=1 /usr/bin/time -v .venv/bin/python benchmarks/toy_ablation.py --out runs/abl_epyc --seeds 0 1 2 --jobs 3 | ablation

@@ -48,7 +48,7 @@ def short_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     pairrl = str(Path(sys.executable).with_name("pairrl"))
     here = tmp_path_factory.mktemp("smollm2-job")
     out = here / "run"
-    cmd = [pairrl, "train", str(CONFIG), "--out", str(out), *(f"--set={o}" for o in SHORT)]
+    cmd = [pairrl, "experiment", str(CONFIG), "--out", str(out), *(f"--set={o}" for o in SHORT)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=here, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stdout

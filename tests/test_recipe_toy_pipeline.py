@@ -102,7 +102,14 @@ def _half_of(cache: Path, into: Path) -> None:
 
 def _main_job(tmp_path: Path, out: Path, threads: int, *extra: str) -> dict:
     pairrl = str(Path(sys.executable).with_name("pairrl"))
-    cmd = [pairrl, "train", str(CONFIG), "--out", str(out), f"--set=model.path={tmp_path / 'm'}"]
+    cmd = [
+        pairrl,
+        "experiment",
+        str(CONFIG),
+        "--out",
+        str(out),
+        f"--set=model.path={tmp_path / 'm'}",
+    ]
     cmd += [f"--set={o}" for o in (*SHORT, *extra)]
     # the threads asked for, and no GPU (side by side is for CPU runs)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}

@@ -1,6 +1,6 @@
 """Once training has saved its final model, the trainer's model and optimiser are freed
-before the family's ``after_training`` hook runs (the real-model job evaluates three models
-in that hook, and the optimiser's state alone is twice the weights)."""
+before anything runs after training (the real-model job's experiment evaluates three models
+then, and the optimiser's state alone is twice the weights)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ ONE_PROCESS = "recipe.options.side_by_side=false"
 
 
 def job_args(tmp_path: Path, out: Path, *extra: str) -> list[str]:
-    args = [PAIRRL, "train", str(CONFIG), "--out", str(out)]
+    args = [PAIRRL, "experiment", str(CONFIG), "--out", str(out)]
     return (
         args + [f"--set=model.path={tmp_path / 'model'}"] + [f"--set={o}" for o in (*SHORT, *extra)]
     )
@@ -123,7 +123,7 @@ def continued(output: str) -> list[str]:
     import shlex
 
     line = output.rstrip().splitlines()[-1].strip()
-    assert line.startswith("pairrl train "), output[-2000:]
+    assert line.startswith("pairrl experiment "), output[-2000:]
     return [PAIRRL, *shlex.split(line)[1:]]
 
 
@@ -241,9 +241,12 @@ def test_a_stop_during_the_real_model_samples_leaves_no_sampler(tmp_path: Path, 
     if model_source.smollm2_gguf() is None:
         pytest.skip("the SmolLM2 GGUF is not installed (.ci/setup.sh installs it)")
     config = REPO / "configs" / "smollm2_cpu.yaml"
-    cmd = [PAIRRL, "train", str(config), "--out", str(tmp_path / "run"),
+    cmd = [PAIRRL, "experiment", str(config), "--out", str(tmp_path / "run"),
            "--set", "recipe.options.train_problems=6", "--set", "recipe.options.warm_samples_per_task=6"]  # fmt: skip
     log = tmp_path / "log"
     code, output = stop_at(start(cmd, log, tmp_path), log, "warm start: sample: started", whom)
     assert code == 143 and "stopped (SIGTERM)" in output, output[-3000:]
-    assert continued(output)[1:] == ["train", *cmd[2:]]  # no checkpoint yet: the command itself
+    assert continued(output)[1:] == [
+        "experiment",
+        *cmd[2:],
+    ]  # no checkpoint yet: the command itself

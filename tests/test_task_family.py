@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -70,24 +71,24 @@ def test_each_built_in_source_is_a_task_family(name: str, tmp_path: Path) -> Non
     assert bool(conversations) == (name != "hub")
     assert all(c[-1]["role"] == "assistant" for c in conversations)
     assert family.warm_start_conversations(0, tasks) == conversations  # seeded
-    # without a warm start nothing runs beside training, and a built-in family has no
-    # end-of-run report
-    with family.before_training(cfg, tmp_path, None) as beside:
-        assert beside is None
-    if name != "recipe":
-        assert family.after_training(cfg, None) is None  # type: ignore[arg-type]
+    assert not hasattr(family, "before_training") and not hasattr(family, "after_training")
 
 
-def test_a_recipes_hooks_reach_training_through_the_family(tmp_path: Path) -> None:
-    """The toy recipe's work beside training (its second process) is what its family's
-    ``before_training`` gives once there is a warm start: the same hook as any recipe's."""
+def test_a_recipes_experiment_starts_its_work_beside_training_from_the_warm_start(
+    tmp_path: Path,
+) -> None:
+    """The toy recipe's experiment: its work beside training (the second process) is built
+    from the warm start and entered around the run's training, on the main process."""
     from pairrl.recipes.comparison.beside import Beside
 
     cfg = load_config(CONFIGS / "toy_cpu.yaml", TrainConfig)
     family = task_family(cfg)
-    context = family.before_training(cfg, tmp_path, tmp_path / "warm_start")
+    run = SimpleNamespace(is_main=True, run_dir=tmp_path)
+    context = family.recipe._beside(run, cfg, family.options, tmp_path / "warm_start")
     assert isinstance(context, Beside)  # built, not entered: no process started
     assert context.warm_start_dir == tmp_path / "warm_start"
+    other = SimpleNamespace(is_main=False, run_dir=tmp_path)
+    assert family.recipe._beside(other, cfg, family.options, tmp_path).__enter__() is None
 
 
 def test_hub_rows_whose_tests_cannot_run_are_skipped_and_counted(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import typer
 import yaml
 from typer.testing import CliRunner
 
@@ -147,29 +148,63 @@ def test_recipe_errors_name_the_field(tmp_path: Path, monkeypatch: pytest.Monkey
         resolve_recipe(cfg.recipe)
 
 
-def test_a_recipe_without_work_beside_training_runs(
+def test_a_recipe_without_an_experiment_trains_and_pairrl_experiment_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from contextlib import nullcontext
+    from typer.testing import CliRunner
 
-    from pairrl.train.task_family import RecipeFamily, resolve_recipe
+    from pairrl.train.task_family import resolve_recipe
 
-    # every required member, delegated to the toy recipe; no before_training
+    # every required member, delegated to the toy recipe; no run_experiment
     members = ["training_tasks", "heldout_tasks", "prompt_kit", "warm_start_conversations"]
     (tmp_path / "plain_recipe.py").write_text(
         "from pairrl.recipes.toy_addition.recipe import ToyAdditionRecipe\n"
         "TOY = ToyAdditionRecipe()\n"
         "class Plain:\n"
         "    options_model = TOY.options_model\n"
-        + "".join(f"    {m} = TOY.{m}\n" for m in [*members, "after_training"])
+        + "".join(f"    {m} = TOY.{m}\n" for m in members)
         + "RECIPE = Plain()\n"
     )
     monkeypatch.chdir(tmp_path)
     cfg = load_config(CONFIGS / "toy_cpu.yaml", TrainConfig, ["recipe.name=plain_recipe"])
-    loaded = resolve_recipe(cfg.recipe)
-    assert not hasattr(loaded.recipe, "before_training")
-    context = RecipeFamily(loaded, cfg).before_training(cfg, tmp_path, None)
-    assert isinstance(context, nullcontext)
+    assert not hasattr(resolve_recipe(cfg.recipe).recipe, "run_experiment")
+    result = CliRunner().invoke(
+        _cli(), ["experiment", str(CONFIGS / "toy_cpu.yaml"), "--dry-run",
+                 "--set", "recipe.name=plain_recipe"],
+    )  # fmt: skip
+    assert result.exit_code == 2 and "has no experiment" in result.output, result.output
+    trained = CliRunner().invoke(
+        _cli(), ["train", str(CONFIGS / "toy_cpu.yaml"), "--dry-run", "--set", "recipe.name=plain_recipe",
+                 "--set", "kind=train"],
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+
+
+def test_each_command_refuses_the_others_config_and_names_the_right_one() -> None:
+    from typer.testing import CliRunner
+
+    toy, tiny = str(CONFIGS / "toy_cpu.yaml"), str(CONFIGS / "tiny_cpu.yaml")
+    train = CliRunner().invoke(_cli(), ["train", toy, "--dry-run"])
+    assert train.exit_code == 2 and f"pairrl experiment {toy}" in train.output, train.output
+    experiment = CliRunner().invoke(_cli(), ["experiment", tiny, "--dry-run"])
+    assert experiment.exit_code == 2 and f"pairrl train {tiny}" in experiment.output
+    assert CliRunner().invoke(_cli(), ["experiment", toy, "--dry-run"]).exit_code == 0
+    with pytest.raises(ConfigError, match="kind 'experiment' needs a recipe"):
+        load_config(CONFIGS / "tiny_cpu.yaml", TrainConfig, ["kind=experiment"])
+
+
+def _cli() -> typer.Typer:
+    """The root CLI with the train package's commands."""
+    from pairrl.train.cli import register
+
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:  # a group, so that the commands are subcommands
+        pass
+
+    register(app)
+    return app
 
 
 def test_per_sample_type_normalisation_needs_the_dapo_loss() -> None:

@@ -1,4 +1,5 @@
-"""`pairrl train CONFIG [--set k=v ...] [--dry-run] [--resume] [--out DIR]`.
+"""`pairrl train CONFIG [--set k=v ...] [--dry-run] [--resume] [--out DIR]`, and `pairrl
+experiment CONFIG ...` with the same options (a recipe's experiment around one training).
 
 Also the command accelerate runs on every process:
 ``accelerate launch --config_file configs/accelerate/X.yaml "$(which pairrl)" train CONFIG``.
@@ -26,37 +27,77 @@ if TYPE_CHECKING:  # heavy imports stay inside the command
     from pairrl.train.config import TrainConfig
     from pairrl.train.plan import RunPlan
 
-__all__ = ["register", "train_cmd"]
+__all__ = ["experiment_cmd", "register", "train_cmd"]
+
+
+_SET = typer.Option(
+    [],
+    "--set",
+    metavar="KEY.PATH=VALUE",
+    help="Dotted override, repeatable: --set batch.max_steps=5",
+)
+_DRY_RUN = typer.Option(
+    False, "--dry-run", help="Print the resolved plan and exit without loading a model."
+)
+_RESUME = typer.Option(
+    False, "--resume", help="Continue from the last checkpoint in the run folder."
+)
+_OUT = typer.Option(
+    None, "--out", help="Run folder (default: checkpoint.output_dir/logging.run_name)."
+)
+_JSON = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON.")
+_PROCESSES = typer.Option(
+    None, "--processes", min=1, help="With --dry-run: plan for N processes (default: this launch)."
+)
 
 
 def train_cmd(
     config: Path = typer.Argument(
         ..., metavar="CONFIG", help="Training YAML (kind: train), e.g. configs/tiny_cpu.yaml."
     ),
-    set_: list[str] = typer.Option(
-        [],
-        "--set",
-        metavar="KEY.PATH=VALUE",
-        help="Dotted override, repeatable: --set batch.max_steps=5",
-    ),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print the resolved plan and exit without loading a model."
-    ),
-    resume: bool = typer.Option(
-        False, "--resume", help="Continue from the last checkpoint in the run folder."
-    ),
-    out: str | None = typer.Option(
-        None, "--out", help="Run folder (default: checkpoint.output_dir/logging.run_name)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
-    processes: int | None = typer.Option(
-        None,
-        "--processes",
-        min=1,
-        help="With --dry-run: plan for N processes (default: this launch).",
-    ),
+    set_: list[str] = _SET,
+    dry_run: bool = _DRY_RUN,
+    resume: bool = _RESUME,
+    out: str | None = _OUT,
+    as_json: bool = _JSON,
+    processes: int | None = _PROCESSES,
 ) -> None:
-    """Train with PairRL (or the PointRL / GRPO baselines) on TRL's GRPOTrainer."""
+    """Train one policy with PairRL (or the PointRL / GRPO baselines) on TRL's GRPOTrainer."""
+    _launch("train", config, list(set_), dry_run, resume, out, as_json, processes)
+
+
+def experiment_cmd(
+    config: Path = typer.Argument(
+        ...,
+        metavar="CONFIG",
+        help="Experiment YAML (kind: experiment, a recipe with an experiment), e.g. "
+        "configs/toy_cpu.yaml.",
+    ),
+    set_: list[str] = _SET,
+    dry_run: bool = _DRY_RUN,
+    resume: bool = _RESUME,
+    out: str | None = _OUT,
+    as_json: bool = _JSON,
+    processes: int | None = _PROCESSES,
+) -> None:
+    """Run a recipe's experiment: its policy's training with the work the recipe runs
+    beside and after it (the main job: a warm start, PairRL and GRPO trained from it, and
+    the selection benchmark of all three)."""
+    _launch("experiment", config, list(set_), dry_run, resume, out, as_json, processes)
+
+
+def _launch(
+    command: str,
+    config: Path,
+    set_: list[str],
+    dry_run: bool,
+    resume: bool,
+    out: str | None,
+    as_json: bool,
+    processes: int | None,
+) -> None:
+    """Check the config, its recipe, data, run folder and model before any work; then the
+    dry run's plan, or the run and its report."""
     from pairrl.config import ConfigError, load_config
     from pairrl.errors import InputError
     from pairrl.model_paths import check_model_path
@@ -67,8 +108,9 @@ def train_cmd(
     from pairrl.train.task_family import resolve_recipe
 
     try:
-        cfg = load_config(config, TrainConfig, list(set_))
-        resolve_recipe(cfg.recipe)  # a recipe's options fail here too, before any model loads
+        cfg = load_config(config, TrainConfig, set_)
+        loaded = resolve_recipe(cfg.recipe)  # a recipe's options fail here too, early
+        _check_kind(command, config, cfg.kind, loaded)
         check_data_source(cfg.data)  # and a missing task file
         plan = resolve_plan(cfg, num_processes=processes if dry_run else None, out=out)
         check_run_folder(Path(plan.output_dir))  # before any work, as are the model files
@@ -83,10 +125,31 @@ def train_cmd(
             typer.echo(f"plan for {config} (dry run, no model loaded)")
             typer.echo(format_plan(plan))
         return
-    resume_line = resume_command(config, plan.output_dir, set_)
-    summary = _train(cfg, plan, resume, resume_line)
+    resume_line = resume_command(config, plan.output_dir, set_, command)
+    summary = _train(cfg, plan, resume, resume_line, command)
     if summary["main_process"]:  # one summary per launch, not one per process
         _report(summary, cfg.logging.console, resume_line)
+
+
+def _check_kind(command: str, config: Path, kind: str, loaded: Any) -> None:
+    """``pairrl train`` trains a ``kind: train`` config; ``pairrl experiment`` runs a
+    ``kind: experiment`` config whose recipe has an experiment. Otherwise: which to use."""
+    from pairrl.errors import InputError
+
+    if command == "train" and kind == "experiment":
+        raise InputError(
+            f"{config} is an experiment (kind: experiment): run it with `pairrl experiment "
+            f"{config} --out RUN`, or train its policy alone with `--set kind=train`"
+        )
+    if command == "experiment" and kind != "experiment":
+        raise InputError(
+            f"{config} is one training (kind: {kind}): run it with `pairrl train {config}`"
+        )
+    if command == "experiment" and not hasattr(loaded.recipe, "run_experiment"):
+        raise InputError(
+            f"the recipe {loaded.name} has no experiment (no run_experiment): train it with "
+            "`pairrl train` and kind: train"
+        )
 
 
 def _continue_line(run_dir: Path, resume_line: str) -> str:
@@ -99,8 +162,10 @@ def _continue_line(run_dir: Path, resume_line: str) -> str:
     return resume_line.removesuffix(" --resume")
 
 
-def _train(cfg: TrainConfig, plan: RunPlan, resume: bool, resume_line: str) -> dict[str, Any]:
-    """The run (``pairrl.train.run``), with glibc's memory reuse set before any tensor:
+def _train(
+    cfg: TrainConfig, plan: RunPlan, resume: bool, resume_line: str, command: str
+) -> dict[str, Any]:
+    """The run (``pairrl.train.run``, or the recipe's experiment around it), with glibc's memory reuse set before any tensor:
     training steps change their tensors' sizes every step, and glibc's defaults would map
     and fault in fresh pages each time (``pairrl.memory`` says why). A stop outside a
     training step (Ctrl-C, SIGTERM) is one line naming the command that continues."""
@@ -108,14 +173,16 @@ def _train(cfg: TrainConfig, plan: RunPlan, resume: bool, resume_line: str) -> d
     from pairrl.errors import InputError
     from pairrl.memory import reuse_freed_memory
     from pairrl.train.checkpoint_on_signal import StopRequested, stop_raises
+    from pairrl.train.experiment import run_experiment
     from pairrl.train.run import run_training
 
+    run = run_experiment if command == "experiment" else run_training
     reuse_freed_memory()
     # the main process only: a rank blocked in a collective must still die on SIGTERM
     stops = stop_raises() if os.environ.get("RANK", "0") == "0" else nullcontext()
     try:
         with stops:
-            return run_training(cfg, plan, resume=resume)
+            return run(cfg, plan, resume=resume)
     except (ConfigError, InputError) as err:  # InputError: a dataset's row or column
         _fail(err)
     except (KeyboardInterrupt, StopRequested) as stop:  # loading, warm start, baseline, benchmark
@@ -163,9 +230,9 @@ def _record_stop(run_dir: Path, name: str, command: str) -> None:
         (run_dir / "run.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
-def resume_command(config: Path, run_dir: str, overrides: list[str]) -> str:
+def resume_command(config: Path, run_dir: str, overrides: list[str], command: str = "train") -> str:
     """The command line that resumes this run: its config, run folder and overrides."""
-    args = ["pairrl", "train", str(config), "--out", run_dir]
+    args = ["pairrl", command, str(config), "--out", run_dir]
     for override in overrides:
         args += ["--set", override]
     return shlex.join([*args, "--resume"])
@@ -204,9 +271,10 @@ def _fail(err: Exception) -> NoReturn:
 
 
 def register(app: typer.Typer) -> None:
-    """Add `pairrl train` and `pairrl export` (a run's model as one plain HF folder) to the
-    root CLI (entry point `pairrl.commands: train`)."""
+    """Add `pairrl train`, `pairrl experiment` and `pairrl export` (a run's model as one
+    plain HF folder) to the root CLI (entry point `pairrl.commands: train`)."""
     from pairrl.train.export import export_cmd
 
     app.command("train")(train_cmd)
+    app.command("experiment")(experiment_cmd)
     app.command("export")(export_cmd)

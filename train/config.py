@@ -330,9 +330,13 @@ class CheckpointConfig(PairrlModel):
 
 
 class TrainConfig(PairrlModel):
-    """A PairRL (or PointRL / GRPO baseline) training run."""
+    """A PairRL (or PointRL / GRPO baseline) training run, or an experiment built on one."""
 
-    kind: Literal["train"] = Field(description="config kind; always 'train' here")
+    kind: Literal["train", "experiment"] = Field(
+        description="train: `pairrl train` trains this one policy; experiment: `pairrl "
+        "experiment` runs the recipe's experiment around its training (e.g. baselines "
+        "beside it and a benchmark after it)"
+    )
     seed: int = Field(default=0, ge=0, description="global seed (model init, data, sampling)")
     model: ModelConfig = Field(description="the policy model")
     data: DataConfig = Field(description="training problems")
@@ -371,6 +375,8 @@ class TrainConfig(PairrlModel):
             )
         if self.engine.kind == "vllm_server" and self.engine.enable_sleep_mode:
             raise ValueError("engine.enable_sleep_mode applies to vllm_colocate only")
+        if self.kind == "experiment" and self.recipe is None:
+            raise ValueError("kind 'experiment' needs a recipe: section (its experiment runs)")
         if (self.data.source == "recipe") != (self.recipe is not None):
             raise ValueError(
                 "data.source 'recipe' and a `recipe` section go together: set both or neither"

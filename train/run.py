@@ -1,6 +1,9 @@
-"""One training run, top to bottom: setup, tasks and policy, the recipe's work beside
-training, rollout and trainer, train, finish (final model, metrics file, the recipe's
-end-of-run hook).
+"""One training run, top to bottom: setup (the run folder, locked), tasks and policy (the
+warm start), rollout and trainer, train, finish (final model, metrics file).
+
+``run_training`` runs it whole (``pairrl train``). ``training_run`` opens the same run as
+stages a caller runs in order, ``warm_start()`` then ``train()``, so that a recipe's
+experiment (``pairrl experiment``) can start work of its own between them and after.
 
 Runs on every process of an ``accelerate launch``; the main process builds the tiny model
 and the warm start (others wait), and only it writes files shared by the run.
@@ -13,9 +16,9 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +26,30 @@ from pairrl.config import ConfigError
 from pairrl.cpu_floats import denormals_flushed
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Messages, PromptKit
+from pairrl.train.build import Training, build_training
 from pairrl.train.checkpoints import checkpoint_folders, copy_model_files, publish_folder
 from pairrl.train.config import TrainConfig
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
 from pairrl.train.resume import CONFIG_RECORD, ResumePoint, resume_point
 from pairrl.train.run_folder import RunLock, lock_run_folder
-from pairrl.train.task_family import FinishedRun, TaskFamily, task_family
+from pairrl.train.task_family import TaskFamily, task_family
 from pairrl.versions import library_versions
 
-__all__ = ["quiet_libraries", "run_training"]
+__all__ = ["FinishedRun", "TrainingRun", "quiet_libraries", "run_training", "training_run"]
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """A training that ended normally: what an experiment reads of it afterwards."""
+
+    run_dir: Path
+    warm_start_dir: Path | None  # None when the run had no warm start
+    final_dir: Path
+    log_history: list[dict[str, Any]]
+    wall_s: dict[str, float] = field(default_factory=dict)
+    started_at: float = 0.0  # time.time() when the run started
+    beside: Any = None  # what an experiment ran beside training, for its report
 
 
 @dataclass
@@ -118,127 +135,73 @@ def _source(cfg: TrainConfig) -> _Source:
     return _Source(family, family.training_tasks(), family.prompt_kit())
 
 
-@dataclass
-class _Training:
-    """The trainer and what the run needs of it afterwards."""
-
-    trainer: Any  # pairrl.train.trainer.PairRLTrainer
-    executor: Any  # pairrl.rewards.TaskLabeller (its executor), closed when training ends
-    on_signal: Any  # pairrl.train.checkpoint_on_signal.CheckpointOnSignal
-    problems: int
-    duplicates: int
-
-
-def _labeller(cfg: TrainConfig, tasks: list[Task]) -> Any:
-    """The rollout's ``label``: math tasks by math-verify, code tasks in the sandbox (started
-    at once when there are code tasks, so that a missing sandbox fails before training)."""
-    from pairrl.rewards.answers import TaskLabeller, is_answer_task
-
-    return TaskLabeller(cfg.executor.build, eager=any(not is_answer_task(t) for t in tasks))
-
-
-def _text_codec(
-    cfg: TrainConfig, path: str
-) -> tuple[Any, Callable[[list[dict[str, str]]], list[int]], Callable[[list[int]], str]]:
-    """The policy's tokenizer (left padding) and the rollout's chat-template encode/decode."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    tokenizer.padding_side = "left"
-    template_kwargs = dict(cfg.model.chat_template_kwargs)
-
-    def tokenize(messages: list[dict[str, str]]) -> list[int]:
-        enc = tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=True, return_dict=True, **template_kwargs
-        )
-        return list(enc["input_ids"])
-
-    def decode(ids: list[int]) -> str:
-        return tokenizer.decode(ids, skip_special_tokens=True)
-
-    return tokenizer, tokenize, decode
-
-
-def _trainer(cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy) -> _Training:
-    """The rollout (with its executor) and the trainer built around it."""
-    from pairrl.rollout.pairrl_rollout import PairRLRollout
-    from pairrl.rollout.trl_generation import TRLGenerator
-    from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
-    from pairrl.train.checkpoints import quiet_tied_head_warning
-    from pairrl.train.data import build_dataset
-    from pairrl.train.lora import check_targets, peft_config
-    from pairrl.train.reward_funcs import pair_verification, solution_correctness
-    from pairrl.train.row_temperatures import sample_temperatures
-    from pairrl.train.tolerant_wandb import use_tolerant_wandb
-    from pairrl.train.trainer import PairRLTrainer, StepTimer
-
-    dataset, tasks_by_prompt, duplicates = build_dataset(source.tasks, source.prompts.generation)
-    tokenizer, tokenize, decode = _text_codec(cfg, policy.path)
-    executor = _labeller(cfg, source.tasks)
-    rollout = PairRLRollout(
-        cfg.rollout,
-        cfg.reward,
-        tasks_by_prompt,
-        label=executor.run,
-        prompts=source.prompts,
-        tokenize=tokenize,
-        decode=decode,
-        eos_token_id=tokenizer.eos_token_id,
-        generator_factory=lambda trainer: TRLGenerator(trainer, cfg.sampling),
-    )
-    timer = StepTimer()
-    # Slurm pre-emption and time limits send SIGTERM: checkpoint after the step, then stop.
-    on_signal = CheckpointOnSignal()
-    # model.lora: TRL wraps the policy in PEFT; checkpoints then hold the adapter only.
-    check_targets(policy.path, cfg.model.lora)
-    trainer = PairRLTrainer(
-        model=policy.path,
-        reward_funcs=[solution_correctness, pair_verification],
-        args=setup.args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[timer, on_signal],
-        peft_config=peft_config(cfg.model.lora),
-        pairrl_rollout=rollout,
-        advantage=cfg.advantage,
-        loss=cfg.loss,
-        dtype=cfg.model.resolved_dtype(),
-        sample_temperatures=sample_temperatures(
-            cfg.sampling.solution.temperature, cfg.sampling.judgement.temperature
-        ),
-    )
-    timer.trainer = trainer
-    quiet_tied_head_warning(trainer.model)  # every resume of a tied model would warn
-    use_tolerant_wandb(trainer)  # a W&B failure (its helper killed by a stop) costs no step
-    if cfg.logging.console == "progress":
-        from pairrl.train.progress import StepProgress, quiet_console
-
-        quiet_console(trainer)
-        label = f"train ({cfg.rollout.mode})"
-        trainer.add_callback(StepProgress(label, setup.run_dir / "train_log.jsonl"))
-    return _Training(trainer, executor, on_signal, len(tasks_by_prompt), duplicates)
-
-
 def run_training(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> dict[str, Any]:
     """Train per ``cfg``; returns a summary (steps, wall time, final metrics, paths)."""
+    with training_run(cfg, plan, resume) as run:
+        return run.train()
+
+
+@contextmanager
+def training_run(cfg: TrainConfig, plan: RunPlan, resume: bool = False) -> Iterator[TrainingRun]:
+    """The run's folder set up and locked (a refused resume fails here, before libraries
+    load) for as long as the caller runs its stages."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     started_at = time.time()
-    setup = _setup(cfg, plan, resume)  # first: a refused resume fails before libraries load
+    setup = _setup(cfg, plan, resume)
     try:
-        return _run(cfg, setup, started_at)
+        yield TrainingRun(cfg, setup, started_at)
     finally:
         if setup.lock is not None:
             setup.lock.release()
 
 
-def _run(cfg: TrainConfig, setup: _Setup, started_at: float) -> dict[str, Any]:
-    """The run after its setup: source, policy, training, and the finish or the stop."""
-    if cfg.logging.console == "progress":
-        quiet_libraries()
-    source = _source(cfg)
-    policy = prepare_policy(cfg, setup.run_dir, setup.state, source.conversations(cfg.seed))
-    with _beside_training(cfg, setup, source, policy) as beside:
-        training = _trainer(cfg, setup, source, policy)
+class TrainingRun:
+    """One launch's training, as stages: ``warm_start()`` (the policy, warm-started where
+    the config asks), then ``train()`` (RL, the final model); ``finished`` once training
+    ended normally."""
+
+    def __init__(self, cfg: TrainConfig, setup: _Setup, started_at: float) -> None:
+        self.cfg, self.setup, self.started_at = cfg, setup, started_at
+        self._source: _Source | None = None
+        self._policy: Policy | None = None
+        self.finished: FinishedRun | None = None
+
+    @property
+    def run_dir(self) -> Path:
+        return self.setup.run_dir
+
+    @property
+    def is_main(self) -> bool:
+        return bool(self.setup.state.is_main_process)
+
+    @property
+    def family(self) -> TaskFamily:
+        """The configured task family (built on first use)."""
+        return self._sources().family
+
+    def _sources(self) -> _Source:
+        if self._source is None:
+            if self.cfg.logging.console == "progress":
+                quiet_libraries()
+            self._source = _source(self.cfg)
+        return self._source
+
+    def warm_start(self) -> Policy:
+        """The policy training starts from: the warm start trained (or reused) here."""
+        if self._policy is None:
+            source = self._sources()
+            self._policy = prepare_policy(
+                self.cfg, self.run_dir, self.setup.state, source.conversations(self.cfg.seed)
+            )
+        return self._policy
+
+    def train(self) -> dict[str, Any]:
+        """RL from the warm start; the summary of the finish, or of the stop."""
+        cfg, setup, policy = self.cfg, self.setup, self.warm_start()
+        source = self._sources()
+        training = build_training(
+            cfg, setup.args, setup.run_dir, source.tasks, source.prompts, policy.path
+        )
         trainer = training.trainer
         started = time.perf_counter()
         try:
@@ -258,7 +221,10 @@ def _run(cfg: TrainConfig, setup: _Setup, started_at: float) -> dict[str, Any]:
                 "global_step": trainer.state.global_step,
                 "wall_s": round(wall, 2),
             }
-        return _finish(cfg, setup, source, policy, training, wall, started_at, beside)
+        summary, self.finished = _finish(
+            cfg, setup, self._sources(), policy, training, wall, self.started_at
+        )
+        return summary
 
 
 def _train(trainer: Any, setup: _Setup) -> None:
@@ -280,19 +246,10 @@ def _trained(setup: _Setup) -> bool:
     return setup.resume is not None and setup.resume.step >= setup.args.max_steps
 
 
-def _beside_training(
-    cfg: TrainConfig, setup: _Setup, source: _Source, policy: Policy
-) -> AbstractContextManager[Any]:
-    """The task family's work beside training (on the main process), or nothing."""
-    if not setup.state.is_main_process:
-        return nullcontext()
-    return source.family.before_training(cfg, setup.run_dir, policy.warm_start_dir)
-
-
 def release_training_state(trainer: Any) -> None:
     """Drop the trainer's model, optimiser and scheduler, and accelerate's references to
-    them, once the final model is saved: what runs after training (the family's
-    ``after_training`` hook) loads the models it needs itself, and the optimiser's state
+    them, once the final model is saved: what runs after training (an experiment's
+    benchmark) loads the models it needs itself, and the optimiser's state
     alone is twice the weights; the memory training kept for reuse (``pairrl.memory``) goes
     back to the system too. The trainer's ``state`` (steps, log history) stays."""
     from pairrl.memory import return_freed_memory
@@ -319,12 +276,12 @@ def _finish(
     setup: _Setup,
     source: _Source,
     policy: Policy,
-    training: _Training,
+    training: Training,
     wall: float,
     started_at: float,
-    beside: Any = None,
-) -> dict[str, Any]:
-    """Save the final model and the metrics file; run the recipe's hook; summarise."""
+) -> tuple[dict[str, Any], FinishedRun]:
+    """Save the final model and the metrics file, free the trainer; the summary, and the
+    finished run an experiment reads."""
     run_dir, is_main, trainer = setup.run_dir, setup.state.is_main_process, training.trainer
     final_dir = run_dir / "final"
     _save_final(trainer, final_dir, is_main, setup.resume.checkpoint if _trained(setup) else None)
@@ -333,22 +290,17 @@ def _finish(
         with (run_dir / "metrics.jsonl").open("w") as fh:
             for row in log_history:
                 fh.write(json.dumps(row) + "\n")
-    release_training_state(trainer)  # the hook below loads the models it evaluates itself
-    recipe_summary = None
-    if is_main:
-        report = policy.warm_start_report
-        finished = FinishedRun(
-            run_dir=run_dir,
-            warm_start_dir=policy.warm_start_dir,
-            final_dir=final_dir,
-            log_history=log_history,
-            wall_s={"train": wall, **_warm_start_wall(report)},
-            started_at=started_at,
-            beside=beside,
-        )
-        recipe_summary = source.family.after_training(cfg, finished)
+    release_training_state(trainer)  # what runs next loads the models it needs itself
+    finished = FinishedRun(
+        run_dir=run_dir,
+        warm_start_dir=policy.warm_start_dir,
+        final_dir=final_dir,
+        log_history=log_history,
+        wall_s={"train": wall, **_warm_start_wall(policy.warm_start_report)},
+        started_at=started_at,
+    )
     history = [row for row in log_history if "pairrl/solution_pass_rate" in row]
-    return {
+    summary = {
         "main_process": is_main,
         "run_dir": str(run_dir),
         "model_source": policy.source,
@@ -362,11 +314,12 @@ def _finish(
         "problems": training.problems,
         "duplicate_prompts_dropped": training.duplicates,
         "tasks_skipped": source.family.skipped,
-        "recipe": recipe_summary,
+        "recipe": None,
         "warm_start": policy.warm_start_report,
         "last_metrics": history[-1] if history else {},
         "libraries": library_versions(),
     }
+    return summary, finished
 
 
 def _save_final(trainer: Any, final_dir: Path, is_main: bool, trained: Path | None) -> None:

@@ -2,8 +2,8 @@
 
 One interface, :class:`TaskFamily`, and one place that picks it from the YAML
 (:func:`task_family`, by ``data.source``). Each family gives the training tasks (each
-prompt unique: it identifies its task), the prompt kit, the warm-start conversations, and
-optionally hooks around training. The built-in families:
+prompt unique: it identifies its task), the prompt kit and the warm-start conversations.
+The built-in families:
 
 * ``tiny_code``: eight tiny Python-function tasks (``pairrl.train.tiny_tasks``), warm-started
   on pool answers and random ratings (formats only);
@@ -12,7 +12,8 @@ optionally hooks around training. The built-in families:
   tiny model the formats, real models start from their own;
 * ``hub``: DeepCoder-style rows (stdin/stdout tests), unrunnable rows skipped and counted;
 * ``recipe``: a user's module (``recipe:`` section, ``pairrl.rollout.recipe``), e.g.
-  ``pairrl.recipes.toy_addition``, with its own options, warm start and hooks.
+  ``pairrl.recipes.toy_addition``, with its own options and warm start, and optionally an
+  experiment (``run_experiment``) that ``pairrl experiment`` runs.
 
 The trainer owns everything else (the policy, the one warm start, TRL, checkpoints), so
 a family never touches the training loop.
@@ -22,9 +23,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pairrl.errors import InputError
@@ -36,7 +34,6 @@ from pairrl.train.config import DataConfig, TrainConfig
 
 __all__ = [
     "DeepCoderFamily",
-    "FinishedRun",
     "Recipe",
     "RecipeFamily",
     "TaskFamily",
@@ -47,19 +44,6 @@ __all__ = [
 ]
 
 WARM_START_EXAMPLES = 512  # format-teaching conversations of the built-in families
-
-
-@dataclass(frozen=True)
-class FinishedRun:
-    """What a family's ``after_training`` hook receives once training ended normally."""
-
-    run_dir: Path
-    warm_start_dir: Path | None  # None when the run had no warm start
-    final_dir: Path
-    log_history: list[dict[str, Any]]
-    wall_s: dict[str, float] = field(default_factory=dict)
-    started_at: float = 0.0  # time.time() when the run started
-    beside: Any = None  # what the family's ``before_training`` context yielded
 
 
 @runtime_checkable
@@ -81,34 +65,20 @@ class TaskFamily(Protocol):
         """Chat conversations (prompt and assistant target) for the supervised warm start."""
         ...
 
-    def before_training(
-        self, cfg: TrainConfig, run_dir: Path, warm_start_dir: Path | None
-    ) -> AbstractContextManager[Any]:
-        """A context entered around training and ``after_training`` on the main process
-        (work to run beside training; stopped if training fails or is interrupted)."""
-        ...
-
-    def after_training(self, cfg: TrainConfig, run: FinishedRun) -> dict[str, Any] | None:
-        """Runs on the main process after training; a summary for the CLI's output."""
-        ...
-
 
 @runtime_checkable
 class Recipe(TaskRecipe, Protocol):
     """A user's recipe module's object, as training runs it: the benchmark's part
-    (``TaskRecipe``), warm-start data and an end-of-run hook, each given the recipe's
-    validated options. ``before_training(cfg, options, run_dir, warm_start_dir)`` is
-    optional: a context manager for work to run beside training."""
+    (``TaskRecipe``) and warm-start data, each given the recipe's validated options.
+    Optional: ``run_experiment(run, cfg, options)``, the experiment ``pairrl experiment``
+    runs on an open ``pairrl.train.run.TrainingRun`` (e.g. baselines beside the training and
+    a benchmark after it), returning the run's summary."""
 
     def warm_start_conversations(
         self, cfg: TrainConfig, options: Any, seed: int, tasks: Sequence[Task]
     ) -> list[Messages]:
         """Chat conversations (prompt and assistant target) for the supervised warm start
         (``cfg``: the run's config, e.g. for a recipe that samples its model first)."""
-        ...
-
-    def after_training(self, cfg: TrainConfig, options: Any, run: FinishedRun) -> dict[str, Any]:
-        """Runs on the main process after training; returns a summary for the CLI's output."""
         ...
 
 
@@ -118,18 +88,10 @@ def resolve_recipe(config: RecipeConfig | None) -> LoadedRecipe | None:
 
 
 class _BuiltIn:
-    """The hooks a built-in family does without."""
+    """What every built-in family has."""
 
     name = "built-in"
     skipped: dict[str, int]
-
-    def before_training(
-        self, cfg: TrainConfig, run_dir: Path, warm_start_dir: Path | None
-    ) -> AbstractContextManager[Any]:
-        return nullcontext()
-
-    def after_training(self, cfg: TrainConfig, run: FinishedRun) -> dict[str, Any] | None:
-        return None
 
 
 class TinyCodeFamily(_BuiltIn):
@@ -235,15 +197,6 @@ class RecipeFamily:
 
     def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Messages]:
         return self.recipe.warm_start_conversations(self.cfg, self.options, seed, tasks)
-
-    def before_training(
-        self, cfg: TrainConfig, run_dir: Path, warm_start_dir: Path | None
-    ) -> AbstractContextManager[Any]:
-        hook = getattr(self.recipe, "before_training", None)
-        return nullcontext() if hook is None else hook(cfg, self.options, run_dir, warm_start_dir)
-
-    def after_training(self, cfg: TrainConfig, run: FinishedRun) -> dict[str, Any] | None:
-        return self.recipe.after_training(cfg, self.options, run)
 
 
 def task_family(cfg: TrainConfig) -> TaskFamily:

@@ -85,9 +85,10 @@ def baseline_config(
     rollout = {**cfg.rollout.model_dump(), "mode": mode}
     if group:
         rollout["group_size"] = int(group)
-    base_options = options.model_copy(update={"baselines": [], "evaluate": False})
+    base_options = options.model_copy(update={"baselines": []})
     return cfg.model_copy(
         update={
+            "kind": "train",  # a baseline is one training, run by the experiment
             "rollout": type(cfg.rollout).model_validate(rollout),
             "model": cfg.model.model_copy(
                 update={"path": str(warm_start_dir), "build_tiny": False}

@@ -61,9 +61,6 @@ class ComparisonOptions(PairrlModel):
         "evaluated beside the run's own mode; mode@G sets its group size (grpo@4: four "
         "solutions per problem)",
     )
-    evaluate: bool = Field(
-        default=True, description="evaluate after training (off for the baseline runs)"
-    )
     side_by_side: bool = Field(
         default=True,
         description="on a CPU run of one process with at least two torch threads: evaluate "

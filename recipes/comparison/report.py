@@ -28,7 +28,7 @@ from typing import Any
 
 from pairrl.recipes.comparison.options import ComparisonOptions
 from pairrl.train.config import TrainConfig
-from pairrl.train.task_family import FinishedRun
+from pairrl.train.run import FinishedRun
 
 __all__ = [
     "TaskDescription",

@@ -1,6 +1,7 @@
 """The simple-function recipe as a ``pairrl.train.task_family.Recipe``: tasks, prompts, the
-warm start from the model's own samples, and the end-of-run held-out comparison
-(``RUN/summary.json``, ``RUN/demo.png``, a table) of ``pairrl.recipes.comparison``.
+warm start from the model's own samples, and the experiment of ``pairrl.recipes.comparison``
+(``pairrl experiment``: the baselines beside PairRL, then the held-out comparison,
+``RUN/summary.json``, ``RUN/demo.png``, a table).
 """
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pairrl.recipes.comparison.hooks import ComparisonHooks
 from pairrl.recipes.comparison.report import TaskDescription
+from pairrl.recipes.comparison.run import ComparisonExperiment
 from pairrl.recipes.simple_functions.config import SimpleFunctionOptions
 from pairrl.recipes.simple_functions.tasks import split_tasks
 from pairrl.rewards.tasks import Task
@@ -26,7 +27,7 @@ SIMPLE_FUNCTIONS = TaskDescription(
 )
 
 
-class SimpleFunctionRecipe(ComparisonHooks):
+class SimpleFunctionRecipe(ComparisonExperiment):
     """Simple Python functions, and judging them (see the package docstring)."""
 
     task = SIMPLE_FUNCTIONS

@@ -1,10 +1,8 @@
 """The toy recipe as a ``pairrl.train.task_family.Recipe``: tasks, prompts, warm-start data, and
-the end-of-run held-out evaluation (``RUN/summary.json``, ``RUN/demo.png``, a table).
-
-``before_training`` starts the baselines and the warm start's evaluation beside training
-(``beside``); ``after_training`` evaluates the final model and every other on the
+its experiment (``pairrl experiment``, ``pairrl.recipes.comparison.run``): the baselines
+and the warm start's evaluation beside PairRL's training, then every model evaluated on the
 held-out problems (the warm start's candidates also serve as a fixed pool that every judge
-faces): both are ``pairrl.recipes.comparison.hooks.ComparisonHooks``'.
+faces): ``RUN/summary.json``, ``RUN/demo.png``, a table.
 """
 
 from __future__ import annotations
@@ -12,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pairrl.recipes.comparison.hooks import ComparisonHooks
 from pairrl.recipes.comparison.report import TaskDescription
+from pairrl.recipes.comparison.run import ComparisonExperiment
 from pairrl.recipes.toy_addition.config import ToyAdditionOptions
 from pairrl.recipes.toy_addition.tasks import AdditionProblem, split_problems
 from pairrl.rewards.tasks import Task
@@ -29,7 +27,7 @@ TOY_TASK = TaskDescription(
 )
 
 
-class ToyAdditionRecipe(ComparisonHooks):
+class ToyAdditionRecipe(ComparisonExperiment):
     """Two-digit addition as code, and judging of it (see the package docstring)."""
 
     task = TOY_TASK

@@ -70,7 +70,7 @@ pairrl eval configs/eval_math_tiny_cpu.yaml --tasks runs/tiny_math.parquet --set
 .venv/bin/python benchmarks/toy_ablation.py --evaluate-from runs/toy_ablation --out runs/toy_ablation_eval | ablation
 .venv/bin/pairrl experiment configs/smollm2_cpu.yaml --out runs/smollm2 | real_model_job
 .venv/bin/pairrl experiment configs/smollm2_cpu.yaml --out runs/smollm2-s1 --set seed=1 | real_model_job
-pairrl eval --tasks ../shared/data/HumanEval.jsonl.gz --pool ../shared/data/pools/humaneval_codegeex13b_adapt_n15.jsonl --k 15 --out runs/eval/he --strict | run humaneval_pool
+pairrl eval --tasks ../shared/data/HumanEval.jsonl.gz --pool ../shared/data/pools/humaneval_codegeex13b_adapt_n15.jsonl --k 15 --limit 40 --out runs/eval/he --strict | run humaneval_pool
 pairrl eval configs/eval_tiny_cpu.yaml --strict | run tiny_eval
 pairrl eval gate runs/eval/he --strict | run humaneval_pool
 pairrl eval configs/eval_pool_humaneval_smollm2.yaml --set judge.model=runs/sa0/warm_start --set out_dir=runs/eval/hu_sa0_warm_start | after_real_model_job

@@ -97,6 +97,7 @@ def stop_at(
         assert time.monotonic() < deadline, f"no {marker!r} within 600 s"
         time.sleep(0.02)
     processes = job_processes(proc.pid)
+    assert proc.poll() is None, f"the job ended before the stop could be sent after {marker!r}"
     for pid in processes if whom == "every" else [proc.pid]:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)

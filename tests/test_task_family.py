@@ -91,6 +91,23 @@ def test_a_recipes_experiment_starts_its_work_beside_training_from_the_warm_star
     assert family.recipe._beside(other, cfg, family.options, tmp_path).__enter__() is None
 
 
+def test_an_experiment_without_a_warm_start_is_refused_before_training(tmp_path: Path) -> None:
+    from pairrl.errors import InputError
+
+    cfg = load_config(CONFIGS / "toy_cpu.yaml", TrainConfig, ["warm_start.steps=0"])
+    family = task_family(cfg)
+    trained: list[bool] = []
+    run = SimpleNamespace(
+        warm_start=lambda: SimpleNamespace(warm_start_dir=None),
+        train=lambda: trained.append(True),
+        is_main=True,
+        run_dir=tmp_path,
+    )
+    with pytest.raises(InputError, match=r"warm_start\.steps must be above 0"):
+        family.recipe.run_experiment(run, cfg, family.options)
+    assert not trained
+
+
 def test_hub_rows_whose_tests_cannot_run_are_skipped_and_counted(tmp_path: Path) -> None:
     hub = _deepcoder_parquet(tmp_path / "deepcoder.parquet")
     cfg = load_config(

@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any
 
+from pairrl.errors import InputError
 from pairrl.recipes.comparison.options import ComparisonOptions
 from pairrl.recipes.comparison.report import TaskDescription
 from pairrl.train.run import FinishedRun, TrainingRun
@@ -29,9 +30,9 @@ class ComparisonExperiment:
         the training's summary with the comparison's headline as ``recipe``."""
         policy = run.warm_start()
         if policy.warm_start_dir is None:
-            raise ValueError(
-                f"the {self.task.title} recipe compares against its warm start: "
-                "warm_start.steps > 0"
+            raise InputError(
+                f"the {self.task.title} experiment compares against its warm start: "
+                "warm_start.steps must be above 0"
             )
         with self._beside(run, cfg, options, policy.warm_start_dir) as beside:
             summary = run.train()

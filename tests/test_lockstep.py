@@ -23,6 +23,7 @@ def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates(
 ) -> None:
     started, ended, cancelling = threading.Event(), threading.Event(), threading.Event()
     batches: list[int] = []
+    waited: list[bool] = []  # whether the caller began cancelling while the batch ran
 
     main = threading.main_thread().ident
     cancel = LockstepBatcher.cancel
@@ -40,7 +41,7 @@ def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates(
             signal.pthread_kill(main, signal.SIGALRM)  # the stop, while this call runs
             # a model call under way until the caller has begun cancelling, however late
             # the loaded machine lets the main thread take the signal
-            assert cancelling.wait(timeout=60)
+            waited.append(cancelling.wait(timeout=60))
             time.sleep(0.2)
         ended.set()
         return [item * 2 for _, item in requests]
@@ -58,6 +59,7 @@ def test_a_stop_in_the_caller_ends_every_worker_before_it_propagates(
             run_in_lockstep(4, work, batch)
     finally:
         signal.signal(signal.SIGALRM, previous)
+    assert waited == [True]  # the stop came while the first batch ran
     assert started.is_set() and ended.is_set()  # the batch under way finished first
     assert not set(threading.enumerate()) - before  # and no worker runs on
     assert batches == [8]  # nor any batch after the stop (4 workers x 2 items, once)

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 import yaml
 from typer.testing import CliRunner
 
@@ -38,6 +37,8 @@ def _app():
 def test_train_configs_exist_with_kind_train() -> None:
     for path in TRAIN_CONFIGS:
         assert yaml.safe_load(path.read_text())["kind"] == "train", path.name
+    for name in ("toy_cpu.yaml", "smollm2_cpu.yaml"):  # the two jobs that compare
+        assert yaml.safe_load((CONFIGS / name).read_text())["kind"] == "experiment", name
 
 
 @pytest.mark.parametrize("path", TRAIN_CONFIGS, ids=lambda p: p.name)
@@ -169,12 +170,12 @@ def test_a_recipe_without_an_experiment_trains_and_pairrl_experiment_says_so(
     cfg = load_config(CONFIGS / "toy_cpu.yaml", TrainConfig, ["recipe.name=plain_recipe"])
     assert not hasattr(resolve_recipe(cfg.recipe).recipe, "run_experiment")
     result = CliRunner().invoke(
-        _cli(), ["experiment", str(CONFIGS / "toy_cpu.yaml"), "--dry-run",
+        _app(), ["experiment", str(CONFIGS / "toy_cpu.yaml"), "--dry-run",
                  "--set", "recipe.name=plain_recipe"],
     )  # fmt: skip
     assert result.exit_code == 2 and "has no experiment" in result.output, result.output
     trained = CliRunner().invoke(
-        _cli(), ["train", str(CONFIGS / "toy_cpu.yaml"), "--dry-run", "--set", "recipe.name=plain_recipe",
+        _app(), ["train", str(CONFIGS / "toy_cpu.yaml"), "--dry-run", "--set", "recipe.name=plain_recipe",
                  "--set", "kind=train"],
     )  # fmt: skip
     assert trained.exit_code == 0, trained.output
@@ -184,27 +185,13 @@ def test_each_command_refuses_the_others_config_and_names_the_right_one() -> Non
     from typer.testing import CliRunner
 
     toy, tiny = str(CONFIGS / "toy_cpu.yaml"), str(CONFIGS / "tiny_cpu.yaml")
-    train = CliRunner().invoke(_cli(), ["train", toy, "--dry-run"])
+    train = CliRunner().invoke(_app(), ["train", toy, "--dry-run"])
     assert train.exit_code == 2 and f"pairrl experiment {toy}" in train.output, train.output
-    experiment = CliRunner().invoke(_cli(), ["experiment", tiny, "--dry-run"])
+    experiment = CliRunner().invoke(_app(), ["experiment", tiny, "--dry-run"])
     assert experiment.exit_code == 2 and f"pairrl train {tiny}" in experiment.output
-    assert CliRunner().invoke(_cli(), ["experiment", toy, "--dry-run"]).exit_code == 0
+    assert CliRunner().invoke(_app(), ["experiment", toy, "--dry-run"]).exit_code == 0
     with pytest.raises(ConfigError, match="kind 'experiment' needs a recipe"):
         load_config(CONFIGS / "tiny_cpu.yaml", TrainConfig, ["kind=experiment"])
-
-
-def _cli() -> typer.Typer:
-    """The root CLI with the train package's commands."""
-    from pairrl.train.cli import register
-
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:  # a group, so that the commands are subcommands
-        pass
-
-    register(app)
-    return app
 
 
 def test_per_sample_type_normalisation_needs_the_dapo_loss() -> None:

@@ -40,6 +40,12 @@ class RolloutConfig(PairrlModel):
         "G - G_gen are judgements (paper: 4 + 4). grpo samples G solutions and ignores it",
     )
     pair_seed: int = Field(default=0, ge=0, description="seed for pair choice and A/B order")
+    pairs: Literal["paper", "mixed_only"] = Field(
+        default="paper",
+        description="which of a problem's solutions are paired for judgement training: the "
+        "paper's rule (correct-incorrect and correct-correct, never incorrect-incorrect) or "
+        "correct-incorrect only (pairrl.rollout.pairs)",
+    )
 
     @property
     def solutions_per_problem(self) -> int:

@@ -26,7 +26,10 @@ from typing import Literal
 __all__ = [
     "JUDGEMENT",
     "NO_PAIR",
+    "RECORD_COLUMN",
     "SOLUTION",
+    "STATS_COLUMN",
+    "TEMPERATURE_COLUMN",
     "UNLABELLED",
     "RowRecord",
     "SampleType",
@@ -40,6 +43,12 @@ JUDGEMENT: SampleType = "judgement"
 NO_PAIR: SampleType = "no_pair"
 UNLABELLED: SampleType = "unlabelled"
 NO_REWARD: tuple[str, ...] = (NO_PAIR, UNLABELLED)  # rows that carry no reward, no gradient
+
+# The rollout's extra columns: TRL hands them to the reward functions and puts them on the
+# batch's rows (``inputs``) that the trainer reads after scoring.
+RECORD_COLUMN = "pairrl_record"  # each row's RowRecord
+TEMPERATURE_COLUMN = "pairrl_temperature"  # the temperature each row was sampled at
+STATS_COLUMN = "pairrl_rollout_stats"  # one value for the whole call: fillers, phase timings
 
 
 def group_layout(num_solutions: int, num_judgements: int, num_pairs: int) -> list[SampleType]:

@@ -12,16 +12,18 @@ each problem repeated G times consecutively. For every problem the rollout
 4. generates the judgements with the same policy and scores them with the paper's
    verification reward,
 
-and returns G rows per problem in TRL's order (``pairrl.rollout.layout``) with the per-row
-sample type and reward as extra fields, an ``env_mask`` that zeroes the loss on
-``no_pair`` rows, and a :class:`RowRecord` per row kept for the trainer's advantage
-override and metrics.
+and returns G rows per problem in TRL's order (``pairrl.rollout.layout``) with an
+``env_mask`` that zeroes the loss on ``no_pair`` and ``unlabelled`` rows and, as extra
+columns, each row's :class:`RowRecord` (its sample type, reward and what was judged), the
+temperature it was sampled at, and the call's statistics. TRL forwards the extra columns to
+the reward functions and onto the batch's rows, where the trainer's advantage override and
+metrics read them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,11 +42,15 @@ from pairrl.rollout.judge_targets import pointwise_targets, step_seed
 from pairrl.rollout.layout import (
     JUDGEMENT,
     NO_PAIR,
+    RECORD_COLUMN,
     SOLUTION,
+    STATS_COLUMN,
+    TEMPERATURE_COLUMN,
     UNLABELLED,
     RowRecord,
     group_layout,
 )
+from pairrl.rollout.pairs import build_training_pairs
 from pairrl.rollout.prompt_kit import Messages, PromptKit
 
 __all__ = ["Generator", "PairRLRollout", "RolloutError"]
@@ -85,6 +91,8 @@ class PairRLRollout:
     ``generator_factory`` builds the phase generator from the trainer (the TRL path in
     production, a scripted one in tests). ``tokenize`` renders chat messages to prompt
     ids (chat template with the generation prompt); ``decode`` turns completion ids to text.
+    ``temperatures`` gives each sample type's sampling temperature (``sampling.solution``,
+    ``sampling.judgement``; unlabelled and no-pair rows at the solution temperature).
     """
 
     def __init__(
@@ -98,6 +106,7 @@ class PairRLRollout:
         decode: Callable[[list[int]], str],
         eos_token_id: int,
         generator_factory: Callable[[Any], Generator],
+        temperatures: Mapping[str, float],
     ) -> None:
         self.rollout, self.reward = rollout, reward
         self.tasks_by_prompt = tasks_by_prompt
@@ -107,16 +116,19 @@ class PairRLRollout:
         self.decode = decode
         self.eos_token_id = eos_token_id
         self.generator_factory = generator_factory
-        self.records: list[RowRecord] = []
-        self.timings: dict[str, float] = {}
-        self.fillers = 0  # judgement prompts generated only to keep processes in step
+        missing = sorted({SOLUTION, JUDGEMENT, UNLABELLED, NO_PAIR} - set(temperatures))
+        if missing:
+            raise ValueError(f"no sampling temperature for sample types {missing}")
+        self.temperatures = dict(temperatures)
+        self.timings: dict[str, float] = {}  # the last call's, per phase (``StepTimer``)
         self.calls = 0
         self.class_weights: tuple[float, float] | None = None  # reward.class_balance
 
     # -- TRL entry point ------------------------------------------------------------------
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        """Build this process's rows for TRL; keeps ``self.records`` for the trainer."""
+        """This process's rows for TRL, with their records, temperatures and the call's
+        statistics as extra columns."""
         g = self.rollout.group_size
         process_index = getattr(getattr(trainer, "accelerator", None), "process_index", 0)
         step = getattr(getattr(trainer, "state", None), "global_step", 0)
@@ -133,14 +145,16 @@ class PairRLRollout:
         timings["execute"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        judge_rows = (
+        judge_rows, fillers = (
             self._judge(groups, generator, step, trainer)
             if self.rollout.judgements_per_problem
-            else {}
+            else ({}, 0)
         )
         timings["judge"] = time.perf_counter() - t0
 
         out = self._assemble(groups, judge_rows)
+        # not a list: TRL puts it on every row as it is
+        out[STATS_COLUMN] = {"fillers": fillers, "timings": dict(timings)}
         self.timings = timings
         self.calls += 1
         return out
@@ -201,8 +215,9 @@ class PairRLRollout:
 
     def _judge(
         self, groups: list[_Group], generator: Generator, step: int, trainer: Any
-    ) -> dict[tuple[int, int], tuple[list[int], list[int], list[float] | None, str]]:
-        """Pick what each slot judges, generate the judgements; keyed by (group, slot)."""
+    ) -> tuple[dict[tuple[int, int], tuple[list[int], list[int], list[float] | None, str]], int]:
+        """Pick what each slot judges, generate the judgements; keyed by (group, slot), and
+        the number of filler prompts generated only to keep processes in step."""
         slots: list[tuple[int, int]] = []
         prompt_ids: list[list[int]] = []
         for k, grp in enumerate(groups):
@@ -220,18 +235,18 @@ class PairRLRollout:
                 prompt_ids.append(self.tokenize(messages))
         real = len(prompt_ids)
         target = _padded_count(real, trainer)
-        self.fillers = target - real
         if target == 0:
-            return {}
+            return {}, 0
         filler = groups[0].prompt_ids
         ids, logprobs = generator.generate(prompt_ids + [filler] * (target - real), "judgement", 1)
         if len(ids) != target:
             raise RolloutError(f"generator returned {len(ids)} judgements for {target} prompts")
         texts = self._decode(ids[:real])
-        return {
+        rows = {
             slot: (prompt_ids[j], ids[j], None if logprobs is None else logprobs[j], texts[j])
             for j, slot in enumerate(slots)
         }
+        return rows, target - real
 
     def _targets(
         self, labels: list[bool | None], seed: int
@@ -245,7 +260,7 @@ class PairRLRollout:
             if not usable:
                 return [], []
             return [(usable[i],) for i in pointwise_targets(sub, n_ver, seed)], [None] * n_ver
-        plan = self.prompts.build_pairs(sub, n_ver, seed)
+        plan = build_training_pairs(sub, n_ver, seed, mixed_only=self.rollout.pairs == "mixed_only")
         pairs = [tuple(usable[i] for i in p) for p in plan.pairs]
         kinds = list(plan.kinds)
         if len(pairs) > n_ver or len(kinds) != len(pairs):
@@ -264,8 +279,8 @@ class PairRLRollout:
         groups: list[_Group],
         judge_rows: dict[tuple[int, int], tuple[list[int], list[int], list[float] | None, str]],
     ) -> dict[str, Any]:
-        """TRL's columns, group by group in ``group_layout`` order; keeps the row records."""
-        rows = _Rows()
+        """TRL's columns, group by group in ``group_layout`` order, with the extra ones."""
+        rows = _Rows(self.temperatures)
         self.class_weights = self._class_weights(groups) if self.reward.class_balance else None
         g_gen, g_ver = (
             self.rollout.solutions_per_problem,
@@ -288,7 +303,6 @@ class PairRLRollout:
                 prompt, ids, lp, text = judge_rows[(k, slot)]
                 record = self._judgement_record(grp, slot, ids, text)
                 rows.add(record, prompt, ids, lp, 1, _judge_detail(record))
-        self.records = rows.records
         has_logprobs = all(grp.solution_logprobs is not None for grp in groups)
         return rows.columns(has_logprobs)
 
@@ -352,10 +366,10 @@ class PairRLRollout:
 
 
 class _Rows:
-    """TRL's per-row columns as they are built, and the record of each row."""
+    """TRL's per-row columns as they are built, the record of each row among them."""
 
-    def __init__(self) -> None:
-        self.records: list[RowRecord] = []
+    def __init__(self, temperatures: Mapping[str, float]) -> None:
+        self.temperatures = temperatures
         self.out: dict[str, list[Any]] = {
             name: []
             for name in (
@@ -363,8 +377,8 @@ class _Rows:
                 "completion_ids",
                 "logprobs",
                 "env_mask",
-                "pairrl_sample_type",
-                "pairrl_reward",
+                RECORD_COLUMN,
+                TEMPERATURE_COLUMN,
                 "pairrl_detail",
             )
         }
@@ -380,14 +394,13 @@ class _Rows:
     ) -> None:
         """One row; ``mask`` 0 keeps its tokens out of the loss (TRL's ``env_mask``)."""
         record.check()
-        self.records.append(record)
         out = self.out
         out["prompt_ids"].append(prompt)
         out["completion_ids"].append(completion)
         out["logprobs"].append(logprobs if logprobs is not None else [0.0] * len(completion))
         out["env_mask"].append([mask] * len(completion))
-        out["pairrl_sample_type"].append(record.sample_type)
-        out["pairrl_reward"].append(record.reward)
+        out[RECORD_COLUMN].append(record)
+        out[TEMPERATURE_COLUMN].append(self.temperatures[record.sample_type])
         out["pairrl_detail"].append(detail)
 
     def columns(self, has_logprobs: bool) -> dict[str, Any]:

@@ -1,10 +1,8 @@
-"""The prompt kit: how a task becomes a solution prompt and a judge prompt, and which of a
-problem's solutions are paired for training.
+"""The prompt kit: how a task becomes a solution prompt and a judge prompt.
 
 One kit serves training (the rollout) and the benchmark (sampling and judging), so a model
-is evaluated with the prompts it was trained on. The paper's kits use
-``pairrl.rollout.prompts`` and the paper's training pairs (``pairrl.rollout.pairs``): the
-code kit (:func:`paper_prompt_kit`) and the math kit (:func:`math_prompt_kit`: a
+is evaluated with the prompts it was trained on. The paper's kits word their prompts with
+``pairrl.rollout.prompts``: the code kit (:func:`paper_prompt_kit`) and the math kit (:func:`math_prompt_kit`: a
 ``\\boxed{}`` final answer, a judge that rates the final answers only and sees whole
 completions). :func:`kit_for_tasks` picks one by the tasks' kind. A recipe supplies its
 own kit when its task family needs other wording, keeping the output formats the rewards
@@ -16,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from pairrl.errors import InputError
 from pairrl.rewards.answers import is_answer_task
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.pairs import PairPlan, build_training_pairs
 from pairrl.rollout.prompts import (
     Domain,
     aggregation_messages,
@@ -48,7 +44,7 @@ Messages = list[dict[str, str]]
 
 @dataclass(frozen=True)
 class PromptKit:
-    """Prompt builders (task in, chat messages out) and the training pair constructor.
+    """Prompt builders: a task (and solutions to judge) in, chat messages out.
 
     ``aggregation`` (a task and candidate completions in, a prompt for one improved
     solution out) serves the benchmark's recursive self-aggregation; its default is the
@@ -59,7 +55,6 @@ class PromptKit:
     pointwise: Callable[[Task, str], Messages]
     pointwise_ab: Callable[[Task, str], Messages]
     for_judge: Callable[[str], str]
-    build_pairs: Callable[[Sequence[bool], int, int], Any]
     aggregation: Callable[[Task, Sequence[str]], Messages] = field(
         default=lambda task, solutions: _aggregation(task, solutions, "code")
     )
@@ -85,10 +80,6 @@ def _aggregation(task: Task, solutions: Sequence[str], domain: Domain) -> Messag
     return aggregation_messages(problem_text(task), solutions, domain)
 
 
-def _pairs(labels: Sequence[bool], num_pairs: int, seed: int) -> PairPlan:
-    return build_training_pairs(labels, num_pairs=num_pairs, seed=seed)
-
-
 def _paper_kit(domain: Domain) -> PromptKit:
     """The paper's prompts for ``domain`` over the task's statement (``problem_text``)."""
     return PromptKit(
@@ -97,13 +88,12 @@ def _paper_kit(domain: Domain) -> PromptKit:
         pointwise=partial(_pointwise, domain=domain),
         pointwise_ab=partial(_pointwise_ab, domain=domain),
         for_judge=partial(solution_for_judge, domain=domain),
-        build_pairs=_pairs,
         aggregation=partial(_aggregation, domain=domain),
     )
 
 
 def paper_prompt_kit() -> PromptKit:
-    """The paper's code prompts over the task's statement (``problem_text``) and its pairs."""
+    """The paper's code prompts over the task's statement (``problem_text``)."""
     return _paper_kit("code")
 
 

@@ -204,7 +204,7 @@ def test_aggregation_prompt_per_kit() -> None:
     math = math_prompt_kit().aggregation(task, ["x"])[0]["content"]
     assert "\\boxed{}" in math and "```python" not in math
     # a kit built without an aggregation prompt (a recipe's) gets the code wording
-    bare = PromptKit(*[paper_prompt_kit().generation] * 6)
+    bare = PromptKit(*[paper_prompt_kit().generation] * 5)
     assert bare.aggregation(task, ["first try", "second try"])[0]["content"] == code
 
 

@@ -22,6 +22,7 @@ from pairrl.rollout.pairrl_rollout import PairRLRollout
 from pairrl.rollout.prompt_kit import math_prompt_kit
 from pairrl.rollout.prompts import PAIRWISE_MATH
 from pairrl.train.config import TrainConfig
+from pairrl.train.row_temperatures import sample_temperatures
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRRL = shutil.which("pairrl", path=str(Path(sys.executable).parent)) or "pairrl"
@@ -84,15 +85,15 @@ def test_rollout_labels_math_solutions_by_final_answer() -> None:
         decode=tokens.decode,
         eos_token_id=EOS,
         generator_factory=lambda _trainer: _Generator(tokens, prompt_ids),
+        temperatures=sample_temperatures(0.5, 0.5),
     )
     out = rollout([kit.generation(t) for t in TASKS for _ in range(8)], trainer=None)
-    records = rollout.records
+    records = out["pairrl_record"]
     # 0.5 and \frac{1}{2} pass, 2 is wrong, "one half" has no \boxed{} answer.
-    assert out["pairrl_reward"][:4] == [1.0, 0.0, 0.0, 1.0]
+    assert [r.reward for r in records[:4]] == [1.0, 0.0, 0.0, 1.0]
     assert [r.exec_status for r in records[:4]] == ["pass", "wrong", "no_answer", "pass"]
-    assert (
-        out["pairrl_sample_type"][8:] == ["solution"] * 4 + ["no_pair"] * 4
-    )  # m/seven: none right
+    # m/seven: none right
+    assert [r.sample_type for r in records[8:]] == ["solution"] * 4 + ["no_pair"] * 4
     # The judge's prompt is the math one and shows whole completions; A=10, B=1 earns
     # 1 for (right, wrong), 0.5 for (right, right), 0 for (wrong, right).
     expected = {(True, False): 1.0, (True, True): 0.5, (False, True): 0.0}

@@ -149,6 +149,6 @@ def test_evaluation_only_options_keep_a_finished_baseline(
     evaluated = options.model_copy(update={"eval_k": 4, "side_by_side": False})
     experiment.train_baselines(cfg, evaluated, run_dir, warm)  # reused
     assert len(calls) == 1
-    trained_otherwise = options.model_copy(update={"judge_pairs": "mixed_only"})
+    trained_otherwise = options.model_copy(update={"split_seed": options.split_seed + 1})
     with pytest.raises(RuntimeError, match="another config"):
         experiment.train_baselines(cfg, trained_otherwise, run_dir, warm)

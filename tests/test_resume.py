@@ -40,8 +40,9 @@ from pairrl.train.checkpoints import (
     last_intact_checkpoint,
 )
 from pairrl.train.config import TrainConfig
-from pairrl.train.policy import WARM_START_RECORD, prepare_policy
+from pairrl.train.policy import prepare_policy
 from pairrl.train.resume import PassSeededSampler, resume_point
+from pairrl.train.warm_start import WARM_START_RECORD
 
 TINY_CONFIG = train_cpu.TINY_CONFIG
 warm_tiny_model = train_cpu.warm_tiny_model  # the session's warm-started tiny model

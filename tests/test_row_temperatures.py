@@ -26,8 +26,11 @@ from pairrl.train.row_temperatures import (
     ROW_TEMPERATURE,
     bias_free_head,
     check_scorable,
-    row_temperatures,
+    mixed,
+    report_rollout_temperatures,
     sample_temperatures,
+    scored_row_temperatures,
+    scoring_rows,
     scoring_temperatures,
 )
 from pairrl.train.trainer import PairRLTrainer
@@ -110,15 +113,12 @@ def _trainer(
     processes: int = 1,
     distributed: str = "NO",
 ) -> Any:
-    """A trainer at the solution temperature (``trainer_stub.loss_trainer``); the rollout's
-    records give the rows' sample types."""
+    """A trainer at the solution temperature (``trainer_stub.loss_trainer``), its rows drawn
+    at ``temperatures`` (None: all at the trainer's)."""
     trainer = loss_trainer(
         PairRLTrainer, loss, TEMPERATURES[SOLUTION], processes=processes, distributed=distributed
     )
-    trainer.sample_temperatures = temperatures
-    trainer.pairrl_rollout = SimpleNamespace(
-        records=[SimpleNamespace(sample_type=t) for t in TYPES]
-    )
+    trainer.mixed_temperatures = temperatures is not None and mixed(temperatures)
     return trainer
 
 
@@ -132,9 +132,11 @@ def _trainer_logps(trainer: Any, model: Any, batch: dict) -> torch.Tensor:
 def test_each_rollout_row_is_scored_at_the_temperature_it_was_drawn_at(
     model: Any, batch: dict, chunking: str
 ) -> None:
-    """As TRL scores the rollout's rows (old or reference log-probs): types from the records."""
+    """As TRL scores the rollout's rows (old or reference log-probs): at the temperatures
+    the rollout reported in the scope the trainer opened around TRL's call."""
     real = batch["completion_mask"].bool()
-    with torch.no_grad():
+    with torch.no_grad(), scoring_rows():
+        report_rollout_temperatures(batch[ROW_TEMPERATURE].tolist())
         got = _trainer_logps(_trainer(CHUNKINGS[chunking]), model, batch)
         expected = _by_hand(model, batch, batch[ROW_TEMPERATURE])
         at_trainer_temperature = _by_hand(model, batch, torch.ones(len(TYPES)))
@@ -160,8 +162,8 @@ def test_gradients_are_those_of_each_rows_own_temperature(
         return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
     trainer = _trainer(CHUNKINGS[chunking])
-    trainer._loss_temperatures = batch[ROW_TEMPERATURE]  # as compute_loss sets it
-    ours = grads(_trainer_logps(trainer, model, batch))
+    with scoring_rows(batch[ROW_TEMPERATURE]):  # as compute_loss opens it
+        ours = grads(_trainer_logps(trainer, model, batch))
     expected = grads(_by_hand(model, batch, batch[ROW_TEMPERATURE]))
     wrong = grads(_by_hand(model, batch, torch.ones(len(TYPES))))
     assert ours.keys() == expected.keys()
@@ -191,25 +193,38 @@ def test_the_loss_scores_the_micro_batch_at_its_rows_temperatures(model: Any, ba
 
 
 def test_row_temperatures_from_the_config_and_when_none_are_needed() -> None:
-    assert sample_temperatures(0.6, 0.6) is None
+    assert not mixed(sample_temperatures(0.6, 0.6))
     assert sample_temperatures(1.0, 0.4) == {**TEMPERATURES, NO_PAIR: 1.0, UNLABELLED: 1.0}
-    assert row_temperatures(TYPES[:3], TEMPERATURES) == [1.0, 0.4, 1.0]
-    with pytest.raises(ValueError, match="filler"):
-        row_temperatures(["filler"], TEMPERATURES)
+    assert mixed(sample_temperatures(1.0, 0.4))
     # every row at the trainer's temperature (a GRPO batch): scored as one, as TRL does
-    assert scoring_temperatures([SOLUTION] * 4, TEMPERATURES, 4, 1.0) is None
-    assert scoring_temperatures(TYPES, TEMPERATURES, 6, 1.0).tolist() == pytest.approx(
-        [1.0, 0.4, 1.0, 0.4, 0.4, 1.0]
-    )
+    assert scoring_temperatures(torch.ones(4), 4, 1.0) is None
+    column = torch.tensor([1.0, 0.4, 1.0, 0.4, 0.4, 1.0])
+    assert scoring_temperatures(column, 6, 1.0).tolist() == pytest.approx(column.tolist())
     with pytest.raises(RuntimeError, match="6 sampling temperatures for 4 rows"):
-        scoring_temperatures(TYPES, TEMPERATURES, 4, 1.0)
+        scoring_temperatures(column, 4, 1.0)
+
+
+def test_rows_of_two_temperatures_are_never_scored_outside_a_scope(model: Any, batch: dict) -> None:
+    """Out of the loss and of TRL's scoring of a fresh batch there is no row's temperature
+    to know: refused, not scored at the trainer's. The scope ends with its block."""
+    with pytest.raises(RuntimeError, match="scored outside the loss and the rollout"):
+        _trainer_logps(_trainer(CHUNKINGS["one_forward"]), model, batch)
+    with pytest.raises(RuntimeError, match="rollout ran outside"):
+        report_rollout_temperatures([1.0])
+    with scoring_rows(torch.ones(2)):
+        assert scored_row_temperatures().tolist() == [1.0, 1.0]
+        with scoring_rows():  # a nested scope does not see the outer one's column
+            assert scored_row_temperatures() is None
+    assert scored_row_temperatures() is None
+    with torch.no_grad():  # one temperature: TRL's path, no scope needed
+        _trainer_logps(_trainer(CHUNKINGS["one_forward"], None), model, batch)
 
 
 def test_two_temperatures_are_refused_without_the_chunked_head(model: Any) -> None:
     """Several processes, DeepSpeed or FSDP (no chunked head) or a head with a bias: TRL's
     fused head would score every row at the trainer's temperature."""
     check_scorable(TEMPERATURES, bias_free_head(model))
-    check_scorable(None, None)
+    check_scorable(sample_temperatures(0.6, 0.6), None)
     with pytest.raises(ConfigError, match=r"\(0.4\) differs .* \(1.0\).*make the two equal"):
         check_scorable(TEMPERATURES, None)
     for trainer in (

@@ -18,6 +18,7 @@ from pairrl.rewards.results import ExecResult
 from pairrl.rollout.pairrl_rollout import PairRLRollout, RolloutError
 from pairrl.rollout.prompt_kit import paper_prompt_kit
 from pairrl.train.config import TrainConfig
+from pairrl.train.row_temperatures import sample_temperatures
 from pairrl.train.tiny_tasks import answer_text, tiny_code_tasks
 
 EOS = 0
@@ -91,8 +92,11 @@ def _label(jobs: list[Any]) -> list[ExecResult]:
     return results
 
 
+TEMPERATURES = sample_temperatures(1.0, 0.4)  # solutions at 1.0, judgements at 0.4
+
+
 def _rollout(
-    mode: str, g_gen: int, g_ver: int, reward: dict[str, Any] | None = None
+    mode: str, g_gen: int, g_ver: int, reward: dict[str, Any] | None = None, pairs: str = "paper"
 ) -> tuple[PairRLRollout, FakeTokens, list[Any]]:
     cfg = parse_config(
         {
@@ -103,6 +107,7 @@ def _rollout(
                 "mode": mode,
                 "group_size": g_gen + g_ver,
                 "num_solutions": g_gen,
+                "pairs": pairs,
             },
             "reward": reward or {},
         },
@@ -124,24 +129,33 @@ def _rollout(
         decode=tokens.decode,
         eos_token_id=EOS,
         generator_factory=lambda trainer: generator,
+        temperatures=TEMPERATURES,
     )
     trl_prompts = [kit.generation(t) for t in tasks for _ in range(g_gen + g_ver)]
     return rollout, tokens, trl_prompts
 
 
+def _types(out: dict[str, Any]) -> list[str]:
+    return [r.sample_type for r in out["pairrl_record"]]
+
+
+def _rewards(out: dict[str, Any]) -> list[float | None]:
+    return [r.reward for r in out["pairrl_record"]]
+
+
 def test_pairrl_rows_in_trl_order() -> None:
     rollout, tokens, prompts = _rollout("pairrl", 4, 4)
     out = rollout(prompts, trainer=None)
-    types = out["pairrl_sample_type"]
+    types = _types(out)
     assert types == ["solution"] * 4 + ["judgement"] * 4 + ["solution"] * 4 + ["no_pair"] * 4
     assert len(out["prompt_ids"]) == len(out["completion_ids"]) == len(out["env_mask"]) == 16
     assert out["logprobs"] is None
     # Solutions: p0 passes on 0 and 3; p1 never.
-    assert out["pairrl_reward"][:4] == [1.0, 0.0, 0.0, 1.0]
-    assert out["pairrl_reward"][8:12] == [0.0] * 4
+    assert _rewards(out)[:4] == [1.0, 0.0, 0.0, 1.0]
+    assert _rewards(out)[8:12] == [0.0] * 4
     # Judgements: rated A=10, B=1; reward by (label A, label B).
     expected = {(True, False): 1.0, (True, True): 0.5, (False, True): 0.0}
-    for record in rollout.records[4:8]:
+    for record in out["pairrl_record"][4:8]:
         assert record.labels in expected, "an incorrect-incorrect pair was judged"
         assert record.reward == expected[record.labels]
         assert record.ratings == (10, 1) and record.parse_failure is None
@@ -151,9 +165,27 @@ def test_pairrl_rows_in_trl_order() -> None:
     # No-pair rows: one EOS token, masked out of the loss, no reward.
     for i in range(12, 16):
         assert out["completion_ids"][i] == [EOS] and out["env_mask"][i] == [0]
-        assert out["pairrl_reward"][i] is None
+        assert _rewards(out)[i] is None
     assert all(m == [1, 1] for m in out["env_mask"][:12])
-    assert [r.group for r in rollout.records] == [0] * 8 + [1] * 8
+    assert [r.group for r in out["pairrl_record"]] == [0] * 8 + [1] * 8
+    # Each row's sampling temperature; a no-pair row (never sampled) at the solution one.
+    assert out["pairrl_temperature"] == [1.0] * 4 + [0.4] * 4 + [1.0] * 8
+    # The call's statistics: one value (not a column), no fillers on one process.
+    stats = out["pairrl_rollout_stats"]
+    assert stats["fillers"] == 0 and set(stats["timings"]) == {"generate", "execute", "judge"}
+
+
+def test_pairs_follow_the_rollout_config() -> None:
+    """p0's solutions 0 and 3 pass: the paper's rule also pairs the two correct ones;
+    ``rollout.pairs: mixed_only`` pairs a correct with an incorrect one only."""
+    kinds = {}
+    for rule in ("paper", "mixed_only"):
+        rollout, _, prompts = _rollout("pairrl", 4, 4, pairs=rule)
+        records = rollout(prompts, trainer=None)["pairrl_record"]
+        kinds[rule] = {r.pair_kind for r in records[4:8]}
+        assert all(r.labels != (False, False) for r in records[4:8])
+    assert kinds["paper"] == {"correct_incorrect", "correct_correct"}
+    assert kinds["mixed_only"] == {"correct_incorrect"}
 
 
 def test_class_balanced_verification_reward() -> None:
@@ -162,8 +194,8 @@ def test_class_balanced_verification_reward() -> None:
     so a correct A and an incorrect B each score 1 before weighting, a correct B 0:
     (pass, fail) -> (w_c + w_i) / 2, (pass, pass) -> w_c / 2, (fail, pass) -> 0."""
     rollout, _, prompts = _rollout("pairrl", 4, 4, reward={"class_balance": True})
-    rollout(prompts, trainer=None)
-    judged = [r for r in rollout.records if r.sample_type == "judgement"]
+    out = rollout(prompts, trainer=None)
+    judged = [r for r in out["pairrl_record"] if r.sample_type == "judgement"]
     labels = [label for r in judged for label in r.labels]
     n, n_c = len(labels), sum(labels)
     assert 0 < n_c < n and 2 * n_c != n, "the scripted pairs hold unequal classes"
@@ -179,21 +211,21 @@ def test_class_balanced_verification_reward() -> None:
 def test_pointrl_rates_single_solutions_in_every_group() -> None:
     rollout, _, prompts = _rollout("pointrl", 4, 4)
     out = rollout(prompts, trainer=None)
-    assert out["pairrl_sample_type"] == (["solution"] * 4 + ["judgement"] * 4) * 2
-    for record in rollout.records:
+    assert _types(out) == (["solution"] * 4 + ["judgement"] * 4) * 2
+    for record in out["pairrl_record"]:
         if record.sample_type == "judgement":
             assert len(record.judged) == 1 and record.ratings == (10,)
             assert record.reward == (1.0 if record.labels[0] else 0.0)
     # p0 has both classes: its four slots alternate pass and fail solutions.
-    p0 = [r.labels[0] for r in rollout.records[4:8]]
+    p0 = [r.labels[0] for r in out["pairrl_record"][4:8]]
     assert sorted(p0) == [False, False, True, True]
 
 
 def test_grpo_generates_solutions_only() -> None:
     rollout, _, prompts = _rollout("grpo", 4, 0)
     out = rollout(prompts, trainer=None)
-    assert out["pairrl_sample_type"] == ["solution"] * 8
-    assert out["pairrl_reward"] == [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert _types(out) == ["solution"] * 8
+    assert _rewards(out) == [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
 
 
 def test_split_groups_are_rejected() -> None:
@@ -246,16 +278,16 @@ def test_sandbox_errors_are_unlabelled_never_paired_and_carry_no_gradient(mode: 
     rollout, _, prompts = _rollout(mode, 4, 4)
     rollout.label = _label_with_sandbox_error({"s0-p0-0"})
     out = rollout(prompts, trainer=None)
-    assert out["pairrl_sample_type"][0] == "unlabelled"
-    assert out["pairrl_reward"][0] is None and out["env_mask"][0] == [0, 0]
-    assert out["pairrl_reward"][1:4] == [0.0, 0.0, 1.0]  # the other solutions are labelled
-    for record in rollout.records:
+    assert _types(out)[0] == "unlabelled"
+    assert _rewards(out)[0] is None and out["env_mask"][0] == [0, 0]
+    assert _rewards(out)[1:4] == [0.0, 0.0, 1.0]  # the other solutions are labelled
+    for record in out["pairrl_record"]:
         if record.sample_type == "judgement" and record.group == 0:
             assert 0 not in record.judged, f"the unlabelled solution was judged: {record}"
     from pairrl.train.advantages import compute_advantages
     from pairrl.train.metrics import step_metrics
 
-    records = rollout.records
+    records = out["pairrl_record"]
     advantages = compute_advantages(
         [r.group for r in records], [r.sample_type for r in records], [r.reward for r in records]
     )

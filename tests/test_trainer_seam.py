@@ -30,10 +30,14 @@ import pytest
 import torch
 
 from pairrl.config import parse_config
-from pairrl.rollout.layout import RowRecord
+from pairrl.rollout.layout import RECORD_COLUMN, STATS_COLUMN, RowRecord
 from pairrl.train import trainer as trainer_module
 from pairrl.train.config import TrainConfig
-from pairrl.train.row_temperatures import ROW_TEMPERATURE, sample_temperatures
+from pairrl.train.row_temperatures import (
+    ROW_TEMPERATURE,
+    sample_temperatures,
+    scored_row_temperatures,
+)
 from pairrl.train.trainer import PairRLTrainer
 
 CFG = parse_config(
@@ -70,17 +74,21 @@ EXPECTED = [[0.5, -0.5, 0.2, 0.0], [0.0, 0.0, -0.2, 0.0]]
 TOKENS = [[2, 2, 4, 4], [2, 2, 4, 0]]  # per row, the tokens the loss counts
 
 
+def _inputs(process_index: int, temperatures: dict[str, float] | None = None) -> list[dict]:
+    """The batch's rows as TRL leaves them: the rollout's extra columns put on each row."""
+    temperatures = temperatures or sample_temperatures(1.0, 1.0)
+    stats = {"fillers": 0, "timings": {"generate": 1.5}}
+    return [
+        {RECORD_COLUMN: r, ROW_TEMPERATURE: temperatures[r.sample_type], STATS_COLUMN: stats}
+        for r in PROCESS_ROWS[process_index]
+    ]
+
+
 def _trainer(process_index: int, cfg: TrainConfig = CFG) -> PairRLTrainer:
     """A PairRLTrainer with only what the override reads (no model, no TRL setup)."""
     trainer = object.__new__(PairRLTrainer)
-    trainer.advantage, trainer.loss = cfg.advantage, cfg.loss
-    trainer.pairrl_rollout = SimpleNamespace(
-        records=PROCESS_ROWS[process_index],
-        fillers=0,
-        timings={"generate": 1.5},
-        rollout=cfg.rollout,
-        reward=cfg.reward,
-    )
+    trainer.advantage, trainer.loss, trainer.reward = cfg.advantage, cfg.loss, cfg.reward
+    trainer.num_generations = cfg.rollout.group_size
     trainer.accelerator = SimpleNamespace(
         num_processes=2,
         process_index=process_index,
@@ -105,7 +113,7 @@ def test_override_puts_pairrl_advantages_in_each_process_slice(
         trainer_module, "gather_object", lambda rows: [*PROCESS_ROWS[0], *PROCESS_ROWS[1]]
     )
     trainer = _trainer(process_index)
-    output = trainer._generate_and_score_completions([{}] * 4)
+    output = trainer._generate_and_score_completions(_inputs(process_index))
     assert output["advantages"].dtype == torch.float32
     assert output["advantages"].tolist() == pytest.approx(EXPECTED[process_index])
     assert output["completion_ids"].shape == (4, 3)  # the rest of TRL's batch is untouched
@@ -115,7 +123,32 @@ def test_override_puts_pairrl_advantages_in_each_process_slice(
     assert metrics["pairrl/solution_pass_rate"] == [pytest.approx(3 / 4)]
     assert metrics["pairrl/no_pair_rows"] == [1.0]
     assert metrics["time/generate_s"] == [1.5]
-    assert ROW_TEMPERATURE not in output  # one sampling temperature: TRL's scoring as it is
+    assert output[ROW_TEMPERATURE].tolist() == [1.0] * 4  # one sampling temperature
+
+
+def test_trl_scores_the_fresh_rows_at_the_temperatures_the_rollout_reports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inside the override, TRL calls the rollout and then scores its rows (old and
+    reference log-probs): the rollout's temperatures are in scope there, and only there."""
+    seen = []
+
+    def parent(self: PairRLTrainer, inputs: list) -> dict:
+        seen.append(scored_row_temperatures())  # before the rollout ran: nothing reported
+        self.rollout_func(None, self)
+        seen.append(scored_row_temperatures())
+        return {"advantages": torch.zeros(4)}
+
+    monkeypatch.setattr(trainer_module.GRPOTrainer, "_generate_and_score_completions", parent)
+    monkeypatch.setattr(trainer_module, "gather_object", lambda rows: rows)
+    trainer = _trainer(0)
+    trainer.rollout_func = lambda prompts, trainer: trainer_module.report_rollout_temperatures(
+        [1.0, 1.0, 0.4, 0.4]
+    )
+    trainer._generate_and_score_completions(_inputs(0))
+    assert seen[0] is None
+    assert seen[1].tolist() == pytest.approx([1.0, 1.0, 0.4, 0.4])
+    assert scored_row_temperatures() is None  # the scope closed with the call
 
 
 @pytest.mark.parametrize("process_index", [0, 1])
@@ -133,8 +166,9 @@ def test_override_adds_each_rows_sampling_temperature(
         trainer_module, "gather_object", lambda rows: [*PROCESS_ROWS[0], *PROCESS_ROWS[1]]
     )
     trainer = _trainer(process_index)
-    trainer.sample_temperatures = sample_temperatures(1.0, 0.4)
-    output = trainer._generate_and_score_completions([{}] * 4)
+    output = trainer._generate_and_score_completions(
+        _inputs(process_index, sample_temperatures(1.0, 0.4))
+    )
     expected = [[1.0, 1.0, 0.4, 0.4], [1.0, 1.0, 0.4, 1.0]][process_index]
     assert output[ROW_TEMPERATURE].tolist() == pytest.approx(expected)
 
@@ -146,8 +180,15 @@ def test_override_refuses_records_that_do_not_match_the_batch(
         return {"advantages": torch.zeros(5)}
 
     monkeypatch.setattr(trainer_module.GRPOTrainer, "_generate_and_score_completions", parent)
-    with pytest.raises(RuntimeError, match="4 row records for 5 rows"):
-        _trainer(0)._generate_and_score_completions([{}] * 5)
+    with pytest.raises(RuntimeError, match="5 rows do not all carry the rollout's records"):
+        _trainer(0)._generate_and_score_completions(_inputs(0))
+    with pytest.raises(RuntimeError, match="4 rows do not all carry the rollout's records"):
+        monkeypatch.setattr(
+            trainer_module.GRPOTrainer,
+            "_generate_and_score_completions",
+            lambda self, inputs: {"advantages": torch.zeros(4)},
+        )
+        _trainer(0)._generate_and_score_completions([{}] * 4)
 
 
 def _output(process_index: int) -> dict:
@@ -172,6 +213,6 @@ def test_per_sample_type_token_normalisation(
     monkeypatch.setattr(
         trainer_module, "gather_object", lambda rows: [*PROCESS_ROWS[0], *PROCESS_ROWS[1]]
     )
-    output = _trainer(process_index, cfg)._generate_and_score_completions([{}] * 4)
+    output = _trainer(process_index, cfg)._generate_and_score_completions(_inputs(process_index))
     expected = [[1.25, -1.25, 1 / 3, 0.0], [0.0, 0.0, -1 / 3, 0.0]][process_index]
     assert output["advantages"].tolist() == pytest.approx(expected)

@@ -10,7 +10,7 @@ import inspect
 
 import pytest
 
-from pairrl.train.trl_seam import ATTRIBUTES, METHODS, PinnedMethod
+from pairrl.train.trl_seam import ATTRIBUTES, BEHAVIOURS, METHODS, PinnedMethod
 
 
 def owner(spec: str) -> type:
@@ -42,6 +42,15 @@ def test_each_attribute_is_still_set_where_pairrl_expects_it(
     spec, text, used_in = attribute
     source = inspect.getsource(owner(spec).__init__)
     assert text in source, f"{spec}.__init__ no longer holds {text!r} ({used_in})"
+
+
+@pytest.mark.parametrize("behaviour", BEHAVIOURS, ids=lambda b: b[2].strip())
+def test_each_behaviour_pairrl_relies_on_is_still_in_the_source(
+    behaviour: tuple[str, str, str, str],
+) -> None:
+    spec, method, text, used_in = behaviour
+    source = inspect.getsource(getattr(owner(spec), method))
+    assert text in source, f"{spec}.{method} no longer holds {text!r} ({used_in})"
 
 
 def test_the_engine_class_the_cpu_build_swaps_is_there() -> None:

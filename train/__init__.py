@@ -9,6 +9,8 @@ Modules (import them directly; this package import stays light, no torch):
 * ``pairrl.train.task_family`` where problems, prompts and warm-start data come from
 * ``pairrl.train.trainer``    ``PairRLTrainer``: GRPOTrainer with PairRL's advantages (its overrides: that module's docstring)
 * ``pairrl.train.trl_seam``   every private TRL symbol pairrl touches, each pinned by a test
-* ``pairrl.train.run``        wiring: model, data, executor, trainer, resume
-* ``pairrl.train.cli``        ``pairrl train CONFIG``
+* ``pairrl.train.warm_start`` the warm start every task family feeds: SFT, its record, its reuse
+* ``pairrl.train.build``      the rollout, executor and trainer of one training run
+* ``pairrl.train.run``        one training run's stages (warm start, train), resume, summary
+* ``pairrl.train.cli``        ``pairrl train CONFIG`` (and ``pairrl experiment CONFIG``)
 """

@@ -89,8 +89,11 @@ def build_training(
         decode=decode,
         eos_token_id=tokenizer.eos_token_id,
         generator_factory=lambda trainer: TRLGenerator(trainer, cfg.sampling),
+        temperatures=sample_temperatures(
+            cfg.sampling.solution.temperature, cfg.sampling.judgement.temperature
+        ),
     )
-    timer = StepTimer()
+    timer = StepTimer(rollout)
     # Slurm pre-emption and time limits send SIGTERM: checkpoint after the step, then stop.
     on_signal = CheckpointOnSignal()
     # model.lora: TRL wraps the policy in PEFT; checkpoints then hold the adapter only.
@@ -106,10 +109,8 @@ def build_training(
         pairrl_rollout=rollout,
         advantage=cfg.advantage,
         loss=cfg.loss,
+        reward=cfg.reward,
         dtype=cfg.model.resolved_dtype(),
-        sample_temperatures=sample_temperatures(
-            cfg.sampling.solution.temperature, cfg.sampling.judgement.temperature
-        ),
     )
     timer.trainer = trainer
     quiet_tied_head_warning(trainer.model)  # every resume of a tied model would warn

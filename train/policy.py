@@ -2,41 +2,27 @@
 
 ``model.build_tiny`` builds the tiny local model (size from ``model.tiny``) at
 ``model.path`` when no model is there; ``warm_start.steps > 0`` then fine-tunes it on the
-conversations the data source or the recipe provides, into ``RUN/warm_start``. Only the
-main process builds; the others wait for it (``main_process_first``) and read the result.
-
-The warm start is trained in a staging folder and renamed to ``RUN/warm_start`` once it
-is saved, with ``RUN/warm_start/pairrl_warm_start.json``: the config fields it depends on
-(:func:`warm_start_settings`) and its losses. A ``RUN/warm_start`` already there (a
-resumed or repeated run) is reused only when those recorded settings equal this config's;
-otherwise, or without that record, the run stops with an error naming the differences
-(remove the folder to train it again, or choose another ``--out``): a warm start is never
-retrained over silently. The run summary's ``warm_start`` says which one was used.
-A ``model.path`` naming a ``.gguf`` file (or ``smollm2``) trains the plain folder
+conversations the data source or the recipe provides, into ``RUN/warm_start``
+(``pairrl.train.warm_start``). Only the main process builds; the others wait for it
+(``main_process_first``) and read the result. A ``model.path`` naming a ``.gguf`` file (or ``smollm2``) trains the plain folder
 ``pairrl.model_source`` converts it into (the main process converts; the others reuse).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pairrl.config import ConfigError
-from pairrl.errors import InputError
 from pairrl.model_source import resolve_model_path
 from pairrl.rollout.prompt_kit import Messages
-from pairrl.train.checkpoints import publish_folder
 from pairrl.train.config import TrainConfig
-from pairrl.train.resume import describe_changes, field_changes, flatten
+from pairrl.train.warm_start import warm_start_stage
 
-__all__ = ["WARM_START_RECORD", "Policy", "prepare_policy", "warm_start_settings"]
-
-WARM_START_DIR = "warm_start"
-WARM_START_RECORD = "pairrl_warm_start.json"  # its settings and losses, written last
+__all__ = ["Policy", "prepare_policy"]
 
 
 @dataclass(frozen=True)
@@ -93,28 +79,6 @@ def _check_tiny_shape(path: Path, tiny: Any) -> None:
         )
 
 
-def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
-    """The config fields a warm start depends on, dotted: the seed, the base model (its
-    path, and the tiny shape when it is built), the data source and recipe (they give the
-    conversations), the ``warm_start`` section, and the sandbox limits (a recipe may label
-    its warm-start samples by execution). Memory settings and the RL sections are left out."""
-    dump = json.loads(json.dumps(cfg.model_dump()))
-    model = {k: v for k, v in dump["model"].items() if k in {"path", "build_tiny"}}
-    if cfg.model.build_tiny:
-        model["tiny"] = dump["model"]["tiny"]
-    executor = {k: v for k, v in dump["executor"].items() if k != "workers"}
-    return flatten(
-        {
-            "seed": dump["seed"],
-            "model": model,
-            "data": dump["data"],
-            "recipe": dump["recipe"],
-            "warm_start": dump["warm_start"],
-            "executor": executor,
-        }
-    )
-
-
 def prepare_policy(
     cfg: TrainConfig,
     run_dir: Path,
@@ -125,7 +89,7 @@ def prepare_policy(
 
     ``state`` is accelerate's ``PartialState``; ``conversations`` is called only when a
     warm start actually runs. Raises :class:`~pairrl.errors.InputError` for a
-    ``RUN/warm_start`` trained with other settings (see the module docstring).
+    ``RUN/warm_start`` trained with other settings (``pairrl.train.warm_start``).
     """
     with state.main_process_first():
         if state.is_main_process and cfg.model.build_tiny:
@@ -133,78 +97,5 @@ def prepare_policy(
         source = resolve_model_path(cfg.model.path)
     if cfg.warm_start.steps == 0:
         return Policy(source, None, None, source)
-    warm_dir = run_dir / WARM_START_DIR
-    # every process checks before the main one trains: none waits on a rank that failed
-    report = _reused_warm_start(cfg, warm_dir)
-    if report is None:
-        with state.main_process_first():
-            if state.is_main_process:
-                report = _train_warm_start(cfg, source, warm_dir, conversations)
+    warm_dir, report = warm_start_stage(cfg, source, run_dir, state, conversations)
     return Policy(str(warm_dir), warm_dir, report, source)
-
-
-def _reused_warm_start(cfg: TrainConfig, warm_dir: Path) -> dict[str, Any] | None:
-    """The summary of the warm start in ``warm_dir`` when its recorded settings are this
-    config's; None when there is none; an error when they differ or are not recorded."""
-    if not warm_dir.exists():
-        return None
-    remedy = "remove that folder to train the warm start again, or choose another --out"
-    try:
-        record = json.loads((warm_dir / WARM_START_RECORD).read_text())
-        recorded = dict(record["settings"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise InputError(
-            f"{warm_dir} holds no readable record of the settings it was trained with "
-            f"({WARM_START_RECORD}): {remedy}"
-        ) from None
-    changes = field_changes(recorded, warm_start_settings(cfg))
-    if changes:
-        raise InputError(
-            f"{warm_dir} holds a warm start trained with other settings: "
-            f"{describe_changes(changes)}; {remedy}"
-        )
-    trained = record.get("report", {})
-    summary = {k: trained.get(k) for k in ("steps", "first_loss", "last_loss")}
-    return {
-        "reused": True,
-        "out_dir": str(warm_dir),
-        **summary,
-        "trained_wall_s": trained.get("wall_s"),
-    }
-
-
-def _train_warm_start(
-    cfg: TrainConfig,
-    source: str,
-    warm_dir: Path,
-    conversations: Callable[[], list[Messages]],
-) -> dict[str, Any]:
-    """Train the warm start in a staging folder, record its settings, rename it into place."""
-    from pairrl.train.warm_start import warm_start
-
-    examples = conversations()
-    if not examples:
-        raise ConfigError(
-            "warm_start.steps", ["the data source provides no warm-start conversations"]
-        )
-    staging = warm_dir.parent / f".{warm_dir.name}-staging"
-    shutil.rmtree(staging, ignore_errors=True)  # what a cut-off warm start left
-    report = warm_start(
-        source,
-        examples,
-        staging,
-        steps=cfg.warm_start.steps,
-        lr=cfg.warm_start.lr,
-        batch_size=cfg.warm_start.batch_size,
-        max_length=cfg.warm_start.max_length,
-        labelled_positions_only=cfg.warm_start.loss_positions == "labelled",
-        bucket_padding=cfg.warm_start.bucket_padding,
-        seed=cfg.seed,
-        gradient_checkpointing=cfg.model.gradient_checkpointing,
-        show_progress=cfg.logging.console == "progress",
-    )
-    report = {**report, "out_dir": str(warm_dir)}
-    record = {"settings": warm_start_settings(cfg), "base_model": source, "report": report}
-    (staging / WARM_START_RECORD).write_text(json.dumps(record, indent=2) + "\n")
-    publish_folder(staging, warm_dir)
-    return {"reused": False, **report}

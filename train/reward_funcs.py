@@ -1,8 +1,9 @@
 """The reward functions the trainer hands TRL.
 
-They only report the rewards the rollout computed (they need the pair
-labels, which only the rollout has); TRL logs them per function as
-``rewards/solution_correctness/mean`` and ``rewards/pair_verification/mean``.
+The rollout computes every reward (a judgement's needs the pair's labels, which only the
+rollout has) into each row's ``RowRecord``; these functions report them from the rollout's
+record column, so that TRL logs them per function as ``rewards/solution_correctness/mean``
+and ``rewards/pair_verification/mean``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pairrl.rollout.layout import JUDGEMENT, SOLUTION
+from pairrl.rollout.layout import JUDGEMENT, SOLUTION, RowRecord
 
 __all__ = ["pair_verification", "quiet_unscored_rows", "solution_correctness"]
 
@@ -18,32 +19,25 @@ __all__ = ["pair_verification", "quiet_unscored_rows", "solution_correctness"]
 def solution_correctness(
     prompts: list[Any],
     completions: list[Any],
-    pairrl_sample_type: list[str],
-    pairrl_reward: list[float | None],
+    pairrl_record: list[RowRecord],
     **kwargs: Any,
 ) -> list[float | None]:
     """1/0 execution reward on solution rows; None (not applicable) elsewhere."""
     log_extra = kwargs.get("log_extra")
     if log_extra is not None:
-        log_extra("sample_type", list(pairrl_sample_type))
+        log_extra("sample_type", [r.sample_type for r in pairrl_record])
         log_extra("detail", list(kwargs.get("pairrl_detail", [""] * len(prompts))))
-    return [
-        r if t == SOLUTION else None for t, r in zip(pairrl_sample_type, pairrl_reward, strict=True)
-    ]
+    return [r.reward if r.sample_type == SOLUTION else None for r in pairrl_record]
 
 
 def pair_verification(
     prompts: list[Any],
     completions: list[Any],
-    pairrl_sample_type: list[str],
-    pairrl_reward: list[float | None],
+    pairrl_record: list[RowRecord],
     **kwargs: Any,
 ) -> list[float | None]:
     """The paper's thresholded verification reward on judgement rows; None elsewhere."""
-    return [
-        r if t == JUDGEMENT else None
-        for t, r in zip(pairrl_sample_type, pairrl_reward, strict=True)
-    ]
+    return [r.reward if r.sample_type == JUDGEMENT else None for r in pairrl_record]
 
 
 class _NoRewardRowFilter(logging.Filter):

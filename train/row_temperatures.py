@@ -8,70 +8,104 @@ of a distribution it was not drawn from: its gradient is that of ``log softmax(l
 instead of ``log softmax(logits / 0.4)``, and any importance ratio against the sampler's
 log-probabilities is off.
 
-So each row carries its temperature (a batch column, ``ROW_TEMPERATURE``, shuffled and
-split with the rows), and the chunked LM head (``pairrl.train.chunked_logps``) divides
-each row's hidden states by it: for a head without a bias, ``W h / T = W (h / T)``, so rows
-of any temperature share each forward and each head call. Where the chunked head is not
-used (several processes, DeepSpeed or FSDP, a head with a bias or logit transforms), two
-temperatures are refused when the trainer is built; one temperature is TRL's own path.
+So the rollout gives each row its temperature (its extra column ``ROW_TEMPERATURE``), the
+trainer puts it in the batch (shuffled and split with the rows), and the chunked LM head
+(``pairrl.train.chunked_logps``) divides each row's hidden states by it: for a head without
+a bias, ``W h / T = W (h / T)``, so rows of any temperature share each forward and each head
+call. Where the chunked head is not used (several processes, DeepSpeed or FSDP, a head with
+a bias or logit transforms), two temperatures are refused when the trainer is built; one
+temperature is TRL's own path.
+
+TRL's log-prob method receives token ids only, so the temperatures of the rows it scores
+reach it through a scope around TRL's call (``scoring_rows``): the micro-batch's column in
+the loss; in TRL's scoring of a fresh batch (old and reference log-probs), the column the
+rollout returned (``report_rollout_temperatures``). Outside a scope rows of two
+temperatures are refused, never scored at the trainer's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from pairrl.config import ConfigError
-from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED
+from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, TEMPERATURE_COLUMN, UNLABELLED
 from pairrl.train.chunked_logps import plain_lm_head
 
 __all__ = [
     "ROW_TEMPERATURE",
     "bias_free_head",
     "check_scorable",
-    "row_temperatures",
+    "mixed",
+    "report_rollout_temperatures",
     "sample_temperatures",
+    "scored_row_temperatures",
+    "scoring_rows",
     "scoring_temperatures",
 ]
 
 # the batch column that carries each row's sampling temperature through TRL's shuffle and split
-ROW_TEMPERATURE = "pairrl_temperature"
+ROW_TEMPERATURE = TEMPERATURE_COLUMN
 
 
-def sample_temperatures(solution: float, judgement: float) -> dict[str, float] | None:
-    """The temperature of each sample type, or None when both are one temperature (then
-    every row is scored at the trainer's, as TRL does). An unlabelled row is a solution;
-    a no-pair row was never sampled and carries no gradient (the solution temperature)."""
-    if solution == judgement:
-        return None
+def sample_temperatures(solution: float, judgement: float) -> dict[str, float]:
+    """The temperature of each sample type. An unlabelled row is a solution; a no-pair row
+    was never sampled and carries no gradient (the solution temperature)."""
     return {SOLUTION: solution, UNLABELLED: solution, NO_PAIR: solution, JUDGEMENT: judgement}
 
 
-def row_temperatures(sample_types: Sequence[str], temperatures: Mapping[str, float]) -> list[float]:
-    """The temperature each row was drawn at, from its sample type."""
-    unknown = sorted(set(sample_types) - set(temperatures))
-    if unknown:
-        raise ValueError(f"no sampling temperature for sample types {unknown}")
-    return [temperatures[t] for t in sample_types]
+def mixed(temperatures: Mapping[str, float]) -> bool:
+    """Whether the sample types are drawn at more than one temperature."""
+    return len(set(temperatures.values())) > 1
 
 
 def scoring_temperatures(
-    rows_or_types: torch.Tensor | Sequence[str],
-    temperatures: Mapping[str, float],
-    rows: int,
-    trainer_temperature: float,
+    found: torch.Tensor, rows: int, trainer_temperature: float
 ) -> torch.Tensor | None:
-    """The temperatures ``rows`` rows are scored at (given as a tensor, or as sample types
-    looked up in ``temperatures``), or None when every one is ``trainer_temperature``."""
-    if isinstance(rows_or_types, torch.Tensor):
-        found = rows_or_types.cpu()
-    else:
-        found = torch.tensor(row_temperatures(rows_or_types, temperatures))
+    """The temperatures ``rows`` rows are scored at, or None when every one is
+    ``trainer_temperature`` (TRL's own path)."""
+    found = found.cpu()
     if found.numel() != rows:
         raise RuntimeError(f"{found.numel()} sampling temperatures for {rows} rows")
     return None if bool((found == trainer_temperature).all()) else found
+
+
+@dataclass
+class _Scope:
+    temperatures: torch.Tensor | None
+
+
+_SCOPE: ContextVar[_Scope | None] = ContextVar("pairrl_scored_row_temperatures", default=None)
+
+
+@contextmanager
+def scoring_rows(temperatures: torch.Tensor | None = None) -> Iterator[None]:
+    """Within, the rows TRL scores were sampled at ``temperatures`` (a micro-batch's
+    column); without them, at those the rollout reports within."""
+    token = _SCOPE.set(_Scope(temperatures))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def report_rollout_temperatures(temperatures: Sequence[float]) -> None:
+    """The rollout's rows' temperatures, for TRL's scoring of them in the open scope."""
+    scope = _SCOPE.get()
+    if scope is None:
+        raise RuntimeError("the rollout ran outside the trainer's scoring scope")
+    scope.temperatures = torch.tensor(list(temperatures), dtype=torch.float32)
+
+
+def scored_row_temperatures() -> torch.Tensor | None:
+    """The temperatures of the rows TRL is scoring (None outside a scope)."""
+    scope = _SCOPE.get()
+    return None if scope is None else scope.temperatures
 
 
 def bias_free_head(model: Any) -> torch.nn.Linear | None:
@@ -80,10 +114,10 @@ def bias_free_head(model: Any) -> torch.nn.Linear | None:
     return head if head is not None and head.bias is None else None
 
 
-def check_scorable(temperatures: Mapping[str, float] | None, chunked_head: Any) -> None:
+def check_scorable(temperatures: Mapping[str, float], chunked_head: Any) -> None:
     """Refuse two temperatures without the chunked head (``chunked_head`` None): TRL's
     fused head scores every row at the temperature it was built with."""
-    if temperatures is None or chunked_head is not None:
+    if not mixed(temperatures) or chunked_head is not None:
         return
     raise ConfigError(
         "sampling",

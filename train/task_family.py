@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pairrl.errors import InputError
-from pairrl.rewards.tasks import Task
+from pairrl.rewards.tasks import AnswerTests, Task
 from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.rollout.recipe import LoadedRecipe, RecipeConfig, TaskRecipe
 from pairrl.rollout.recipe import resolve_recipe as _resolve
@@ -154,10 +154,8 @@ class TaskRowsFamily(_BuiltIn):
     def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Messages]:
         """Math rows: format-teaching conversations; code rows: none (a real model starts
         from its own)."""
-        from pairrl.train.data import answer_warm_start_examples
-
         kit = self.prompt_kit()
-        return answer_warm_start_examples(list(tasks), kit, WARM_START_EXAMPLES, seed=seed)
+        return _answer_format_conversations(list(tasks), kit, WARM_START_EXAMPLES, seed=seed)
 
 
 class DeepCoderFamily(TaskRowsFamily):
@@ -226,3 +224,34 @@ def _shuffled_and_capped(
             f"data source {data.source!r} ({data.path}) gave no usable tasks (skipped: {skipped})"
         )
     return tasks
+
+
+def _answer_format_conversations(
+    tasks: list[Task], kit: PromptKit, num_examples: int, seed: int = 0, judge_every: int = 4
+) -> list[Messages]:
+    """Format-teaching conversations for math tasks (a tiny model's warm start).
+
+    Solutions end in ``\\boxed{}`` with an answer drawn from the pool of the task set's
+    gold answers (right for its own task, wrong for the others); every ``judge_every``-th
+    example is a pairwise judgement of two such solutions with random ratings. The warm
+    start teaches the formats, not the problems.
+    """
+    golds = sorted({t.tests.gold for t in tasks if isinstance(t.tests, AnswerTests)})
+    if not golds:
+        return []
+    rng = random.Random(seed)
+
+    def solution() -> str:
+        return f"The answer is \\boxed{{{rng.choice(golds)}}}."
+
+    out: list[Messages] = []
+    for k in range(num_examples):
+        task = rng.choice(tasks)
+        if judge_every and k % judge_every == 0:
+            a, b = rng.randint(1, 10), rng.randint(1, 10)
+            target = f"<rating_A>{a}</rating_A>\n<rating_B>{b}</rating_B>"
+            prompt = kit.pairwise(task, kit.for_judge(solution()), kit.for_judge(solution()))
+        else:
+            target, prompt = solution(), kit.generation(task)
+        out.append([*prompt, {"role": "assistant", "content": target}])
+    return out

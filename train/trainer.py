@@ -26,8 +26,10 @@ The override (``_generate_and_score_completions``) lets TRL build the batch, com
 log-probs, rewards and logs as usual, then replaces the advantages with PairRL's
 (``pairrl.train.advantages``), because TRL's group-mean baseline cannot express a batch-mean
 baseline for judgements next to a per-problem baseline for solutions (see that module).
-It also records the PairRL metrics (``pairrl.train.metrics``), corrects the advantage column
-of TRL's completions table and adds each row's sampling temperature to the batch.
+It reads what the rollout knows of each row (its ``RowRecord``, the temperature it was
+sampled at) from the batch's rows, where TRL puts the rollout's extra columns; records the
+PairRL metrics (``pairrl.train.metrics``), corrects the advantage column of TRL's
+completions table and adds each row's sampling temperature to the batch.
 
 The second (``_get_per_token_logps_and_entropies``, single process) computes TRL's per-token
 log-probs and entropies with bounded memory (``forward_in_buckets``): TRL left-pads every
@@ -41,7 +43,8 @@ that predict a completion token go through the LM head, in chunks of
 kept per token. Each row is scored at the temperature it was sampled at, its hidden states
 divided by it before the head (``pairrl.train.row_temperatures``): TRL scores every row at
 the solution temperature, while judgements may be drawn at another. The third
-(``compute_loss``) hands the micro-batch's row temperatures to the second. Everything else
+(``compute_loss``) hands the micro-batch's row temperatures to the second, in a scope around
+TRL's loss (``scoring_rows``). Everything else
 (loss, clipping, optimiser, checkpoints, vLLM weight sync, logging) is TRL's and
 transformers' own.
 
@@ -69,7 +72,8 @@ from accelerate.utils import gather_object
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
-from pairrl.rollout.layout import RowRecord, check_group_order
+from pairrl.rollout.config import RewardConfig
+from pairrl.rollout.layout import RECORD_COLUMN, STATS_COLUMN, RowRecord, check_group_order
 from pairrl.rollout.pairrl_rollout import PairRLRollout
 from pairrl.train.advantages import compute_advantages, sample_type_weights
 from pairrl.train.checkpoints import AtomicCheckpoints
@@ -82,7 +86,10 @@ from pairrl.train.row_temperatures import (
     ROW_TEMPERATURE,
     bias_free_head,
     check_scorable,
-    row_temperatures,
+    mixed,
+    report_rollout_temperatures,
+    scored_row_temperatures,
+    scoring_rows,
     scoring_temperatures,
 )
 
@@ -109,13 +116,11 @@ def batch_advantages(
 
 
 class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
-    """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout`` (the rows
-    and their rewards), the ``advantage`` and ``loss`` sections it applies, the policy's
-    ``dtype`` (for vLLM colocate on CPU) and ``sample_temperatures``, each sample type's
-    sampling temperature when they differ (``pairrl.train.row_temperatures``)."""
+    """GRPOTrainer whose advantages are PairRL's; built with a ``PairRLRollout`` (the rows,
+    their records and temperatures), the ``advantage``, ``loss`` and ``reward`` sections it
+    applies and the policy's ``dtype`` (for vLLM colocate on CPU)."""
 
-    sample_temperatures: dict[str, float] | None = None
-    _loss_temperatures: torch.Tensor | None = None  # the micro-batch's, inside compute_loss
+    mixed_temperatures = False  # rows drawn at two temperatures (``pairrl.train.row_temperatures``)
 
     def __init__(
         self,
@@ -123,8 +128,8 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         pairrl_rollout: PairRLRollout,
         advantage: AdvantageConfig,
         loss: LossConfig,
+        reward: RewardConfig,
         dtype: str,
-        sample_temperatures: dict[str, float] | None = None,
         **kwargs: Any,
     ) -> None:
         from pairrl.train.reward_funcs import quiet_unscored_rows
@@ -133,14 +138,19 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         quiet_unscored_rows()
 
         grpo_args = kwargs.get("args", args[2] if len(args) > 2 else None)
+
+        def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+            out = pairrl_rollout(prompts, trainer)
+            report_rollout_temperatures(out[ROW_TEMPERATURE])  # for TRL's scoring of the rows
+            return out
+
         with cpu_colocate(grpo_args, dtype=dtype) as on_cpu:
-            super().__init__(*args, rollout_func=pairrl_rollout, **kwargs)
+            super().__init__(*args, rollout_func=rollout_func, **kwargs)
         if on_cpu:
             patch_weight_sync(self)
-        self.pairrl_rollout = pairrl_rollout
-        self.advantage, self.loss = advantage, loss
-        self.sample_temperatures = sample_temperatures
-        check_scorable(sample_temperatures, self._chunked_head(self.model))
+        self.advantage, self.loss, self.reward = advantage, loss, reward
+        self.mixed_temperatures = mixed(pairrl_rollout.temperatures)
+        check_scorable(pairrl_rollout.temperatures, self._chunked_head(self.model))
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         """TRL's sampler, its shuffle for pass p the same after a resume (``PassSeededSampler``)."""
@@ -148,17 +158,18 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         return PassSeededSampler(sampler, lambda: int(self.state.epoch or 0))
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        """TRL's batch, with PairRL's advantages in place of TRL's and PairRL's metrics."""
-        output = super()._generate_and_score_completions(inputs)
-        local: list[RowRecord] = list(self.pairrl_rollout.records)
+        """TRL's batch, with PairRL's advantages in place of TRL's and PairRL's metrics; the
+        rollout's records and temperatures come on the batch's rows (``inputs``)."""
+        with scoring_rows():  # TRL scores the rows at the temperatures the rollout reports
+            output = super()._generate_and_score_completions(inputs)
         n_local = int(output["advantages"].shape[0])
-        if len(local) != n_local:
-            raise RuntimeError(f"rollout kept {len(local)} row records for {n_local} rows")
+        if len(inputs) != n_local or any(RECORD_COLUMN not in row for row in inputs):
+            raise RuntimeError(f"the batch's {n_local} rows do not all carry the rollout's records")
+        local: list[RowRecord] = [row[RECORD_COLUMN] for row in inputs]
         rows: list[RowRecord] = (
             gather_object(local) if self.accelerator.num_processes > 1 else local
         )
-        group_size = self.pairrl_rollout.rollout.group_size
-        advantages = batch_advantages(rows, group_size, self.advantage)
+        advantages = batch_advantages(rows, self.num_generations, self.advantage)
         if self.loss.token_normalisation == "per_sample_type":
             counts = self._loss_token_counts(output)
             weights = sample_type_weights([r.sample_type for r in rows], counts)
@@ -169,13 +180,11 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             dtype=torch.float32,
             device=output["advantages"].device,
         )
-        if self.sample_temperatures is not None:  # shuffled and split with the rows
-            temperatures = row_temperatures(
-                [r.sample_type for r in local], self.sample_temperatures
-            )
-            output[ROW_TEMPERATURE] = torch.tensor(temperatures, device=output["advantages"].device)
+        output[ROW_TEMPERATURE] = torch.tensor(  # shuffled and split with the rows
+            [row[ROW_TEMPERATURE] for row in inputs], device=output["advantages"].device
+        )
         self._replace_logged_advantages(advantages)
-        self._log_pairrl_metrics(rows)
+        self._log_pairrl_metrics(rows, inputs[0][STATS_COLUMN])
         return output
 
     def _loss_token_counts(self, output: dict[str, Any]) -> list[float]:
@@ -189,13 +198,15 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             counts = self.accelerator.gather(counts)
         return [float(c) for c in counts.tolist()]
 
-    def _log_pairrl_metrics(self, rows: list[RowRecord]) -> None:
+    def _log_pairrl_metrics(self, rows: list[RowRecord], stats: dict[str, Any]) -> None:
+        """The step's PairRL metrics (the batch's ``rows``) and this process's rollout
+        ``stats`` (filler prompts, phase timings)."""
         mode = "train" if self.model.training else "eval"
         metrics = self._metrics[mode]
-        for name, value in step_metrics(rows, self.pairrl_rollout.reward.normalisation).items():
+        for name, value in step_metrics(rows, self.reward.normalisation).items():
             metrics[name].append(value)
-        metrics["pairrl/judge_fillers"].append(float(self.pairrl_rollout.fillers))
-        for phase, seconds in self.pairrl_rollout.timings.items():
+        metrics["pairrl/judge_fillers"].append(float(stats["fillers"]))
+        for phase, seconds in stats["timings"].items():
             metrics[f"time/{phase}_s"].append(seconds)
         check = getattr(getattr(self, "vllm_generation", None), "sync_check", None)
         if check is not None:  # vLLM colocate on CPU (pairrl.train.vllm_cpu)
@@ -212,26 +223,23 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         return bias_free_head(self.accelerator.unwrap_model(model))
 
     def _scoring_temperatures(self, rows: int) -> torch.Tensor | None:
-        """The ``rows`` rows' sampling temperatures, or None when all are the trainer's:
-        in the loss, the micro-batch's; otherwise TRL is scoring the rollout's rows."""
-        if self.sample_temperatures is None:
+        """The ``rows`` rows' sampling temperatures (``scoring_rows``), or None when all are
+        the trainer's."""
+        if not self.mixed_temperatures:
             return None
-        found = self._loss_temperatures
+        found = scored_row_temperatures()
         if found is None:
-            found = [r.sample_type for r in self.pairrl_rollout.records]
-        return scoring_temperatures(found, self.sample_temperatures, rows, self.temperature)
+            raise RuntimeError("rows of two temperatures scored outside the loss and the rollout")
+        return scoring_temperatures(found, rows, self.temperature)
 
     def compute_loss(
         self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **kwargs: Any
     ) -> torch.Tensor:
         """TRL's loss, its rows scored at their own sampling temperatures."""
-        if self.sample_temperatures is not None and ROW_TEMPERATURE not in inputs:
+        if self.mixed_temperatures and ROW_TEMPERATURE not in inputs:
             raise RuntimeError(f"the micro-batch has no {ROW_TEMPERATURE!r} column")
-        self._loss_temperatures = inputs.get(ROW_TEMPERATURE)
-        try:
+        with scoring_rows(inputs.get(ROW_TEMPERATURE)):
             return super().compute_loss(model, inputs, return_outputs=return_outputs, **kwargs)
-        finally:
-            self._loss_temperatures = None
 
     def _get_per_token_logps_and_entropies(
         self,
@@ -356,23 +364,23 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
 
 
 class StepTimer(TrainerCallback):
-    """Logs ``time/update_s``: the optimiser step's wall time minus the rollout phases."""
+    """Logs ``time/update_s``: the optimiser step's wall time minus the ``rollout``'s phases."""
 
-    def __init__(self) -> None:
+    def __init__(self, rollout: PairRLRollout) -> None:
+        self.rollout = rollout
         self.trainer: PairRLTrainer | None = None
         self._start = 0.0
         self._calls = 0
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._start = time.perf_counter()
-        if self.trainer is not None:
-            self._calls = self.trainer.pairrl_rollout.calls
+        self._calls = self.rollout.calls
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.trainer is None:
             return
         total = time.perf_counter() - self._start
-        rollout_ran = self.trainer.pairrl_rollout.calls != self._calls
-        rollout = sum(self.trainer.pairrl_rollout.timings.values()) if rollout_ran else 0.0
+        rollout_ran = self.rollout.calls != self._calls
+        rollout = sum(self.rollout.timings.values()) if rollout_ran else 0.0
         self.trainer._metrics["train"]["time/step_s"].append(total)
         self.trainer._metrics["train"]["time/update_s"].append(max(0.0, total - rollout))

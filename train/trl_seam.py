@@ -34,13 +34,21 @@ Attributes (set in ``__init__``; pairrl reads or writes them):
   swapped per phase (``rollout/trl_generation.py``).
 * ``trl.generation.vllm_generation.LLM``: the engine class, replaced while the trainer is
   built for vLLM's CPU build (``train/vllm_cpu.py``).
+
+Behaviour (text in a method's source):
+
+* ``GRPOTrainer._generate_and_score_completions`` puts the ``rollout_func``'s extra columns
+  on the batch's rows (``inputs``), a list's item per row and any other value as it is: the
+  trainer reads each row's record, temperature and the rollout's statistics from there
+  (``train/trainer.py``). TRL documents only that the extra columns reach the reward
+  functions.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ATTRIBUTES", "METHODS", "PinnedMethod"]
+__all__ = ["ATTRIBUTES", "BEHAVIOURS", "METHODS", "PinnedMethod"]
 
 
 @dataclass(frozen=True)
@@ -98,4 +106,12 @@ ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
      "rollout/trl_generation.py"),
     ("trl.generation.vllm_generation:VLLMGeneration", "self.max_completion_length = ",
      "rollout/trl_generation.py"),
+)  # fmt: skip
+
+# (owner, method, text its source holds, where pairrl relies on it)
+BEHAVIOURS: tuple[tuple[str, str, str, str], ...] = (
+    ("trl:GRPOTrainer", "_generate_and_score_completions", "inp[key] = values[i]",
+     "train/trainer.py"),
+    ("trl:GRPOTrainer", "_generate_and_score_completions", "inp[key] = values\n",
+     "train/trainer.py"),
 )  # fmt: skip

@@ -1,25 +1,156 @@
 """The supervised warm start: TRL's ``SFTTrainer`` on chat conversations, assistant tokens only.
 
 Tiny models know no output format at all; before RL, a short SFT on conversations the
-data source or the recipe provides teaches them the fenced-code solution and the rating
-tags. Loss is on assistant tokens only (the tiny chat template marks them with
+task family provides (``TaskFamily.warm_start_conversations``: the data source's or the
+recipe's) teaches them the fenced-code solution and the rating tags. The one warm start
+of the project: ``pairrl.train.policy`` runs :func:`warm_start_stage` for every run with
+``warm_start.steps > 0``.
+
+The stage trains in a staging folder and renames it to ``RUN/warm_start`` once saved, with
+``RUN/warm_start/pairrl_warm_start.json``: the config fields it depends on
+(:func:`warm_start_settings`) and its losses. A ``RUN/warm_start`` already there (a
+resumed or repeated run) is reused only when those recorded settings equal this config's;
+otherwise, or without that record, the run stops with an error naming the differences
+(remove the folder to train it again, or choose another ``--out``): a warm start is never
+retrained over silently. The run summary's ``warm_start`` says which one was used.
+
+Loss is on assistant tokens only (the tiny chat template marks them with
 ``{% generation %}``). The trainer's one override, ``compute_loss``, changes how the loss
 is computed, never what it is: with ``bucket_padding`` a batch that mixes short solution
 conversations with long judgement ones runs as two narrower forwards
 (``pairrl.train.padding.right_padded_buckets``), and with ``labelled_positions_only`` the
 loss scores only the labelled positions on every device (``labelled_token_loss``; TRL's
-own does so on CUDA/XPU only). The one warm start of the project: ``pairrl.train.policy``
-calls it for every run with ``warm_start.steps > 0``.
+own does so on CUDA/XPU only).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["warm_start"]
+from pairrl.config import ConfigError
+from pairrl.errors import InputError
+from pairrl.rollout.prompt_kit import Messages
+from pairrl.train.checkpoints import publish_folder
+from pairrl.train.config import TrainConfig
+from pairrl.train.resume import describe_changes, field_changes, flatten
+
+__all__ = ["WARM_START_RECORD", "warm_start", "warm_start_settings", "warm_start_stage"]
+
+WARM_START_DIR = "warm_start"
+WARM_START_RECORD = "pairrl_warm_start.json"  # its settings and losses, written last
+
+
+def warm_start_stage(
+    cfg: TrainConfig,
+    source: str,
+    run_dir: Path,
+    state: Any,
+    conversations: Callable[[], list[Messages]],
+) -> tuple[Path, dict[str, Any] | None]:
+    """``RUN/warm_start`` from the model folder ``source``: reused when its recorded
+    settings are this config's, else trained by the main process (the others wait; their
+    report is None). ``conversations`` is called only when it trains."""
+    warm_dir = run_dir / WARM_START_DIR
+    # every process checks before the main one trains: none waits on a rank that failed
+    report = _reused_warm_start(cfg, warm_dir)
+    if report is None:
+        with state.main_process_first():
+            if state.is_main_process:
+                report = _train_warm_start(cfg, source, warm_dir, conversations)
+    return warm_dir, report
+
+
+def warm_start_settings(cfg: TrainConfig) -> dict[str, Any]:
+    """The config fields a warm start depends on, dotted: the seed, the base model (its
+    path, and the tiny shape when it is built), the data source and recipe (they give the
+    conversations), the ``warm_start`` section, and the sandbox limits (a recipe may label
+    its warm-start samples by execution). Memory settings and the RL sections are left out."""
+    dump = json.loads(json.dumps(cfg.model_dump()))
+    model = {k: v for k, v in dump["model"].items() if k in {"path", "build_tiny"}}
+    if cfg.model.build_tiny:
+        model["tiny"] = dump["model"]["tiny"]
+    executor = {k: v for k, v in dump["executor"].items() if k != "workers"}
+    return flatten(
+        {
+            "seed": dump["seed"],
+            "model": model,
+            "data": dump["data"],
+            "recipe": dump["recipe"],
+            "warm_start": dump["warm_start"],
+            "executor": executor,
+        }
+    )
+
+
+def _reused_warm_start(cfg: TrainConfig, warm_dir: Path) -> dict[str, Any] | None:
+    """The summary of the warm start in ``warm_dir`` when its recorded settings are this
+    config's; None when there is none; an error when they differ or are not recorded."""
+    if not warm_dir.exists():
+        return None
+    remedy = "remove that folder to train the warm start again, or choose another --out"
+    try:
+        record = json.loads((warm_dir / WARM_START_RECORD).read_text())
+        recorded = dict(record["settings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(
+            f"{warm_dir} holds no readable record of the settings it was trained with "
+            f"({WARM_START_RECORD}): {remedy}"
+        ) from None
+    changes = field_changes(recorded, warm_start_settings(cfg))
+    if changes:
+        raise InputError(
+            f"{warm_dir} holds a warm start trained with other settings: "
+            f"{describe_changes(changes)}; {remedy}"
+        )
+    trained = record.get("report", {})
+    summary = {k: trained.get(k) for k in ("steps", "first_loss", "last_loss")}
+    return {
+        "reused": True,
+        "out_dir": str(warm_dir),
+        **summary,
+        "trained_wall_s": trained.get("wall_s"),
+    }
+
+
+def _train_warm_start(
+    cfg: TrainConfig,
+    source: str,
+    warm_dir: Path,
+    conversations: Callable[[], list[Messages]],
+) -> dict[str, Any]:
+    """Train the warm start in a staging folder, record its settings, rename it into place."""
+    examples = conversations()
+    if not examples:
+        raise ConfigError(
+            "warm_start.steps", ["the data source provides no warm-start conversations"]
+        )
+    staging = warm_dir.parent / f".{warm_dir.name}-staging"
+    shutil.rmtree(staging, ignore_errors=True)  # what a cut-off warm start left
+    report = warm_start(
+        source,
+        examples,
+        staging,
+        steps=cfg.warm_start.steps,
+        lr=cfg.warm_start.lr,
+        batch_size=cfg.warm_start.batch_size,
+        max_length=cfg.warm_start.max_length,
+        labelled_positions_only=cfg.warm_start.loss_positions == "labelled",
+        bucket_padding=cfg.warm_start.bucket_padding,
+        seed=cfg.seed,
+        gradient_checkpointing=cfg.model.gradient_checkpointing,
+        show_progress=cfg.logging.console == "progress",
+    )
+    report = {**report, "out_dir": str(warm_dir)}
+    record = {"settings": warm_start_settings(cfg), "base_model": source, "report": report}
+    (staging / WARM_START_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    publish_folder(staging, warm_dir)
+    return {"reused": False, **report}
 
 
 def warm_start(

@@ -16,7 +16,6 @@ reward threshold of their label); RL may move the judge anywhere on the scale.
 from __future__ import annotations
 
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.pairs import build_training_pairs
 from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.rollout.prompts import solution_for_judge
 
@@ -113,12 +112,11 @@ def pointwise_ab_text(correct: bool) -> str:
 
 
 def prompt_kit() -> PromptKit:
-    """The compact prompts with the product's output formats and the paper's pairs."""
+    """The compact prompts with the product's output formats."""
     return PromptKit(
         generation=generation_messages,
         pairwise=pairwise_messages,
         pointwise=pointwise_messages,
         pointwise_ab=pointwise_ab_messages,
         for_judge=solution_for_judge,
-        build_pairs=build_training_pairs,
     )

@@ -10,8 +10,6 @@ batch size are its ``warm_start`` fields.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from pairrl.recipes.comparison.options import ComparisonOptions
@@ -71,9 +69,4 @@ class ToyAdditionOptions(ComparisonOptions):
         description="how often the warm-start judge teacher compares every digit of its "
         "difference with b but the units: a lenient judge that accepts an overcounted sum "
         "(trained by the verification reward only)",
-    )
-    judge_pairs: Literal["paper", "mixed_only"] = Field(
-        default="paper",
-        description="training pairs for judgements: the paper's (correct-incorrect and "
-        "correct-correct) or correct-incorrect only (pairrl.rollout.pairs)",
     )

@@ -31,7 +31,6 @@ Why this format and the teachers' errors: docs/experiments.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 
 from pairrl.recipes.toy_addition.tasks import (
     AdditionProblem,
@@ -40,7 +39,6 @@ from pairrl.recipes.toy_addition.tasks import (
     solution_text,
 )
 from pairrl.rewards.tasks import Task
-from pairrl.rollout.pairs import build_training_pairs
 from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.rollout.prompts import solution_for_judge
 
@@ -271,14 +269,12 @@ def pointwise_judgement_text(
     return f"<think>{line}</think>\n<rating>{_rating(ok)}</rating>"
 
 
-def prompt_kit(mixed_only: bool = False) -> PromptKit:
-    """The toy prompt builders as the trainer's prompt kit (pairs: the paper's rules, or
-    correct-incorrect only with ``mixed_only``)."""
+def prompt_kit() -> PromptKit:
+    """The toy prompt builders as the trainer's prompt kit."""
     return PromptKit(
         generation=generation_messages,
         pairwise=pairwise_messages,
         pointwise=pointwise_messages,
         pointwise_ab=pointwise_ab_messages,
         for_judge=solution_for_judge,
-        build_pairs=partial(build_training_pairs, mixed_only=mixed_only),
     )

@@ -50,7 +50,7 @@ class ToyAdditionRecipe(ComparisonExperiment):
         """Compact toy prompts with the product's output formats."""
         from pairrl.recipes.toy_addition.prompts import prompt_kit
 
-        return prompt_kit(mixed_only=options.judge_pairs == "mixed_only")
+        return prompt_kit()
 
     def warm_start_conversations(
         self, cfg: Any, options: ToyAdditionOptions, seed: int, tasks: Sequence[Task]

@@ -123,6 +123,8 @@ def test_override_puts_pairrl_advantages_in_each_process_slice(
     assert metrics["pairrl/solution_pass_rate"] == [pytest.approx(3 / 4)]
     assert metrics["pairrl/no_pair_rows"] == [1.0]
     assert metrics["time/generate_s"] == [1.5]
+    # TRL's batch beyond the rollout: the stubbed parent's time, never below 0
+    assert len(metrics["time/score_s"]) == 1 and metrics["time/score_s"][0] >= 0.0
     assert output[ROW_TEMPERATURE].tolist() == [1.0] * 4  # one sampling temperature
 
 
@@ -216,3 +218,28 @@ def test_per_sample_type_token_normalisation(
     output = _trainer(process_index, cfg)._generate_and_score_completions(_inputs(process_index))
     expected = [[1.25, -1.25, 1 / 3, 0.0], [0.0, 0.0, -1 / 3, 0.0]][process_index]
     assert output["advantages"].tolist() == pytest.approx(expected)
+
+
+def test_step_timer_splits_a_step_into_rollout_update_and_optimiser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A clock read at: step begins 10.0, optimiser starts 15.0 and ends 15.5, step ends
+    16.0; the rollout ran in between, its phases 2.0 + 1.0 s: step 6.0 s, update 6.0 - 3.0
+    = 3.0 s, optimiser 0.5 s. A step whose rollout did not run (its batch was generated
+    earlier) counts no rollout time."""
+    clock = iter([10.0, 15.0, 15.5, 16.0, 20.0, 21.0, 21.25, 22.0])
+    monkeypatch.setattr(trainer_module.time, "perf_counter", lambda: next(clock))
+    rollout = SimpleNamespace(calls=0, timings={})
+    timer = trainer_module.StepTimer(rollout)  # type: ignore[arg-type]
+    timer.trainer = SimpleNamespace(_metrics={"train": defaultdict(list)})  # type: ignore[assignment]
+    for ran in (True, False):
+        timer.on_step_begin(None, None, None)
+        if ran:
+            rollout.calls, rollout.timings = 1, {"generate": 2.0, "judge": 1.0}
+        timer.on_pre_optimizer_step(None, None, None)
+        timer.on_optimizer_step(None, None, None)
+        timer.on_step_end(None, None, None)
+    metrics = timer.trainer._metrics["train"]
+    assert metrics["time/step_s"] == [6.0, 2.0]
+    assert metrics["time/update_s"] == [3.0, 2.0]
+    assert metrics["time/optimizer_s"] == [0.5, 0.25]

@@ -160,8 +160,10 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """TRL's batch, with PairRL's advantages in place of TRL's and PairRL's metrics; the
         rollout's records and temperatures come on the batch's rows (``inputs``)."""
+        started = time.perf_counter()
         with scoring_rows():  # TRL scores the rows at the temperatures the rollout reports
             output = super()._generate_and_score_completions(inputs)
+        elapsed = time.perf_counter() - started
         n_local = int(output["advantages"].shape[0])
         if len(inputs) != n_local or any(RECORD_COLUMN not in row for row in inputs):
             raise RuntimeError(f"the batch's {n_local} rows do not all carry the rollout's records")
@@ -184,7 +186,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             [row[ROW_TEMPERATURE] for row in inputs], device=output["advantages"].device
         )
         self._replace_logged_advantages(advantages)
-        self._log_pairrl_metrics(rows, inputs[0][STATS_COLUMN])
+        self._log_pairrl_metrics(rows, inputs[0][STATS_COLUMN], elapsed)
         return output
 
     def _loss_token_counts(self, output: dict[str, Any]) -> list[float]:
@@ -198,9 +200,13 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             counts = self.accelerator.gather(counts)
         return [float(c) for c in counts.tolist()]
 
-    def _log_pairrl_metrics(self, rows: list[RowRecord], stats: dict[str, Any]) -> None:
-        """The step's PairRL metrics (the batch's ``rows``) and this process's rollout
-        ``stats`` (filler prompts, phase timings)."""
+    def _log_pairrl_metrics(
+        self, rows: list[RowRecord], stats: dict[str, Any], batch_s: float
+    ) -> None:
+        """The step's PairRL metrics (the batch's ``rows``), this process's rollout ``stats``
+        (filler prompts, phase timings) and ``time/score_s``: the part of TRL's batch
+        (``batch_s`` seconds) that is not the rollout (old and reference log-probs, rewards,
+        padding)."""
         mode = "train" if self.model.training else "eval"
         metrics = self._metrics[mode]
         for name, value in step_metrics(rows, self.reward.normalisation).items():
@@ -208,6 +214,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         metrics["pairrl/judge_fillers"].append(float(stats["fillers"]))
         for phase, seconds in stats["timings"].items():
             metrics[f"time/{phase}_s"].append(seconds)
+        metrics["time/score_s"].append(max(0.0, batch_s - sum(stats["timings"].values())))
         check = getattr(getattr(self, "vllm_generation", None), "sync_check", None)
         if check is not None:  # vLLM colocate on CPU (pairrl.train.vllm_cpu)
             metrics["vllm/sync_max_abs_logprob_diff"].append(check["max_abs_diff"])
@@ -364,12 +371,14 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
 
 
 class StepTimer(TrainerCallback):
-    """Logs ``time/update_s``: the optimiser step's wall time minus the ``rollout``'s phases."""
+    """Logs ``time/step_s`` (a whole optimiser step), ``time/update_s`` (the step minus the
+    ``rollout``'s phases) and ``time/optimizer_s`` (the optimiser's own step)."""
 
     def __init__(self, rollout: PairRLRollout) -> None:
         self.rollout = rollout
         self.trainer: PairRLTrainer | None = None
         self._start = 0.0
+        self._optimizer_start = 0.0
         self._calls = 0
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -384,3 +393,11 @@ class StepTimer(TrainerCallback):
         rollout = sum(self.rollout.timings.values()) if rollout_ran else 0.0
         self.trainer._metrics["train"]["time/step_s"].append(total)
         self.trainer._metrics["train"]["time/update_s"].append(max(0.0, total - rollout))
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._optimizer_start = time.perf_counter()
+
+    def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.trainer is not None:
+            seconds = time.perf_counter() - self._optimizer_start
+            self.trainer._metrics["train"]["time/optimizer_s"].append(seconds)

@@ -3,8 +3,12 @@
 Judge quality follows ``pairrl.rollout.judge_quality`` (the benchmark's definition): a
 judged item is one solution inside a judgement (2 per pair, 1 pointwise), "yes" when its
 normalised rating is >= 0.5, and unparsed judgements are counted in
-``pairrl/parse_failure_rate`` rather than scored. Metrics whose denominator is empty are
-omitted rather than reported as 0.
+``pairrl/parse_failure_rate`` rather than scored. What the verification reward can teach
+is logged beside (``_judge_signal``): the judge's item accuracy on mixed
+(correct-incorrect) and on same-label (correct-correct) pairs separately, the share of
+pairs it rates both correct, its ratings' histogram, and (``advantage_metrics``) the share
+of judgement rows whose advantage is not zero, the rows that carry a gradient. Metrics
+whose denominator is empty are omitted rather than reported as 0.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pairrl.rewards import normalise_rating
+from pairrl.rewards.ratings import RATING_MAX, RATING_MIN
 from pairrl.rollout.judge_quality import item_quality
 from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED, RowRecord
 
-__all__ = ["step_metrics"]
+__all__ = ["advantage_metrics", "step_metrics"]
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -59,6 +64,7 @@ def step_metrics(
         "tokens/judgement": float(sum(r.completion_tokens for r in judgements)),
     }
     out.update(_judge_quality(judgements, normalisation))
+    out.update(_judge_signal(judgements, normalisation))
     out.update(_position_bias(judgements))
     executed = solutions + unlabelled
     for status, count in sorted(Counter(r.exec_status or "unknown" for r in executed).items()):
@@ -96,3 +102,47 @@ def _position_bias(judgements: Sequence[RowRecord]) -> dict[str, float | None]:
         ra, rb = row.ratings
         wins += 1.0 if ra > rb else 0.5 if ra == rb else 0.0
     return {"judge/a_position_win_rate": _ratio(wins, pairs)}
+
+
+def _judge_signal(judgements: Sequence[RowRecord], normalisation: str) -> dict[str, float | None]:
+    """On parsed judgements: the share of judged items the judge gets right (yes on a
+    correct solution, no on an incorrect one) per pair kind, the share of pairs it rates
+    both correct, and each rating's share of all ratings given."""
+    right = {"correct_incorrect": [0, 0], "correct_correct": [0, 0]}  # [right, items]
+    both_yes = pairs = 0
+    ratings: Counter[int] = Counter()
+    for row in judgements:
+        if row.ratings is None:
+            continue
+        ratings.update(row.ratings)
+        yes = [normalise_rating(r, normalisation) >= 0.5 for r in row.ratings]
+        if len(yes) == 2:
+            pairs += 1
+            both_yes += all(yes)
+        if row.pair_kind in right:
+            right[row.pair_kind][0] += sum(
+                y == label for y, label in zip(yes, row.labels, strict=True)
+            )
+            right[row.pair_kind][1] += len(yes)
+    given = sum(ratings.values())
+    out: dict[str, float | None] = {
+        "judge/item_accuracy_mixed_pairs": _ratio(*right["correct_incorrect"]),
+        "judge/item_accuracy_same_label_pairs": _ratio(*right["correct_correct"]),
+        "judge/pairs_rated_both_correct": _ratio(both_yes, pairs),
+    }
+    for rating in range(RATING_MIN, RATING_MAX + 1):
+        out[f"judge/rating_{rating}"] = _ratio(ratings[rating], given)
+    return out
+
+
+def advantage_metrics(rows: Sequence[RowRecord], advantages: Sequence[float]) -> dict[str, float]:
+    """The share of judgement rows, and of solution rows, whose advantage is not zero: the
+    rows that move the policy (a judgement whose reward equals the baseline teaches
+    nothing)."""
+    out = {}
+    for kind, name in ((JUDGEMENT, "judgements"), (SOLUTION, "solutions")):
+        mine = [a for r, a in zip(rows, advantages, strict=True) if r.sample_type == kind]
+        share = _ratio(sum(abs(a) > 1e-12 for a in mine), len(mine))
+        if share is not None:
+            out[f"pairrl/{name}_with_advantage"] = share
+    return out

@@ -79,7 +79,7 @@ from pairrl.train.advantages import compute_advantages, sample_type_weights
 from pairrl.train.checkpoints import AtomicCheckpoints
 from pairrl.train.chunked_logps import causal_lm, completion_logps, plain_lm_head
 from pairrl.train.config import AdvantageConfig, LossConfig
-from pairrl.train.metrics import step_metrics
+from pairrl.train.metrics import advantage_metrics, step_metrics
 from pairrl.train.padding import forward_in_buckets
 from pairrl.train.resume import PassSeededSampler
 from pairrl.train.row_temperatures import (
@@ -172,6 +172,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             gather_object(local) if self.accelerator.num_processes > 1 else local
         )
         advantages = batch_advantages(rows, self.num_generations, self.advantage)
+        self._log_pairrl_metrics(rows, advantages, inputs[0][STATS_COLUMN], elapsed)
         if self.loss.token_normalisation == "per_sample_type":
             counts = self._loss_token_counts(output)
             weights = sample_type_weights([r.sample_type for r in rows], counts)
@@ -186,7 +187,6 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             [row[ROW_TEMPERATURE] for row in inputs], device=output["advantages"].device
         )
         self._replace_logged_advantages(advantages)
-        self._log_pairrl_metrics(rows, inputs[0][STATS_COLUMN], elapsed)
         return output
 
     def _loss_token_counts(self, output: dict[str, Any]) -> list[float]:
@@ -201,15 +201,20 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         return [float(c) for c in counts.tolist()]
 
     def _log_pairrl_metrics(
-        self, rows: list[RowRecord], stats: dict[str, Any], batch_s: float
+        self,
+        rows: list[RowRecord],
+        advantages: list[float],
+        stats: dict[str, Any],
+        batch_s: float,
     ) -> None:
-        """The step's PairRL metrics (the batch's ``rows``), this process's rollout ``stats``
-        (filler prompts, phase timings) and ``time/score_s``: the part of TRL's batch
-        (``batch_s`` seconds) that is not the rollout (old and reference log-probs, rewards,
-        padding)."""
+        """The step's PairRL metrics (the batch's ``rows`` and their ``advantages``), this
+        process's rollout ``stats`` (filler prompts, phase timings) and ``time/score_s``: the
+        part of TRL's batch (``batch_s`` seconds) that is not the rollout (old and reference
+        log-probs, rewards, padding)."""
         mode = "train" if self.model.training else "eval"
         metrics = self._metrics[mode]
-        for name, value in step_metrics(rows, self.reward.normalisation).items():
+        found = step_metrics(rows, self.reward.normalisation) | advantage_metrics(rows, advantages)
+        for name, value in found.items():
             metrics[name].append(value)
         metrics["pairrl/judge_fillers"].append(float(stats["fillers"]))
         for phase, seconds in stats["timings"].items():

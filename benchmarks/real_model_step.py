@@ -14,8 +14,10 @@ Per arm, from each step's ``train_log.jsonl`` row, the medians of:
 * forward+backward: the loss's forward and backward (tokens/s over all completion tokens);
 * optimiser: the optimiser's step;
 
-and the judgement samples per hour of a whole step, with each variant's ratio to the
-shipped config's. The CPU's name and flags are printed with the figures.
+and, over the whole step, the judgement samples per hour (those generated: a problem
+whose solutions all fail has no pair to judge, so this follows the model's pass rate) and
+the judgement slots per hour (the step's capacity: its problems times their judgements),
+with each variant's ratio to the shipped config's. The CPU's name and flags are printed with the figures.
 
     .venv/bin/python benchmarks/real_model_step.py --steps 3 \
         --variant vllm "--set engine.kind=vllm_colocate" [--warm-start RUN/warm_start]
@@ -55,6 +57,7 @@ STAGES = (
     ("forward+backward", "time/forward_backward_s", "tokens/all", "tok/s"),
     ("optimiser", "time/optimizer_s", None, ""),
     ("whole step", "time/step_s", "judgements", "judgements/h"),
+    ("step capacity", "time/step_s", "judgement_slots", "slots/h"),
 )
 
 
@@ -71,6 +74,7 @@ def step_figures(
         "tokens/all": row.get("tokens/solution", 0.0) + row.get("tokens/judgement", 0.0),
         "solutions": solutions,
         "judgements": judgements_per_step - row.get("pairrl/no_pair_rows", 0.0),
+        "judgement_slots": judgements_per_step,
     }
 
 
@@ -81,7 +85,7 @@ def stage_table(steps: Sequence[Mapping[str, float]]) -> dict[str, dict[str, flo
     for name, seconds_key, work_key, _ in STAGES:
         seconds = [s[seconds_key] for s in steps if seconds_key in s]
         rates = [
-            s[work_key] / s[seconds_key] * (3600.0 if name == "whole step" else 1.0)
+            s[work_key] / s[seconds_key] * (3600.0 if seconds_key == "time/step_s" else 1.0)
             for s in steps
             if work_key and seconds_key in s and s[seconds_key] > 0 and work_key in s
         ]
@@ -97,7 +101,7 @@ def format_tables(tables: Mapping[str, Mapping[str, Mapping[str, float | None]]]
     first arm's (the shipped config)."""
     arms = list(tables)
     base = arms[0]
-    lines = [f"{'stage':18s}" + "".join(f"{arm:>28s}" for arm in arms)]
+    lines = [f"{'stage':18s}" + "".join(f"{arm:>34s}" for arm in arms)]
     for name, _, _, unit in STAGES:
         cells = []
         for arm in arms:
@@ -108,7 +112,7 @@ def format_tables(tables: Mapping[str, Mapping[str, Mapping[str, float | None]]]
                 base_rate = tables[base][name]["rate"]
                 if arm != base and base_rate:
                     text += f" x{cell['rate'] / base_rate:.2f}"
-            cells.append(f"{text:>28s}")
+            cells.append(f"{text:>34s}")
         lines.append(f"{name:18s}" + "".join(cells))
     return "\n".join(lines)
 
@@ -146,9 +150,9 @@ def _slots(config: Path, overrides: list[str]) -> tuple[float, float]:
 
 def run_arm(
     config: Path, overrides: list[str], out: Path, log: Path
-) -> tuple[list[dict[str, float]], float]:
+) -> tuple[list[dict[str, float]], float] | None:
     """Train one arm; its steps' figures (the first left out when there are more) and
-    the run's wall seconds."""
+    the run's wall seconds; None when the run failed (said on stderr, its log kept)."""
     cmd = [PAIRRL, "train", str(config), "--out", str(out)]
     cmd += [f"--set={o}" for o in overrides]
     started = time.perf_counter()
@@ -156,7 +160,8 @@ def run_arm(
         proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, check=False)
     wall = time.perf_counter() - started
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed (exit {proc.returncode}); see {log}")
+        print(f"{' '.join(cmd)} failed (exit {proc.returncode}); see {log}", file=sys.stderr)
+        return None
     rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     rows = [r for r in rows if "time/step_s" in r]
     rows = rows[1:] if len(rows) > 1 else rows
@@ -194,11 +199,15 @@ def main() -> None:
     for repeat in range(args.repeats):
         for name, overrides in arms.items():
             run = workdir / f"{name}-{repeat}"
-            figures, wall = run_arm(config, overrides, run, workdir / f"{name}-{repeat}.log")
-            steps[name] += figures
-            print(f"{name} (repeat {repeat}): {len(figures)} steps measured, run {wall:.0f} s",
-                  flush=True)  # fmt: skip
-    tables = {name: stage_table(s) for name, s in steps.items()}
+            result = run_arm(config, overrides, run, workdir / f"{name}-{repeat}.log")
+            if result is None:
+                continue
+            steps[name] += result[0]
+            print(f"{name} (repeat {repeat}): {len(result[0])} steps measured, run "
+                  f"{result[1]:.0f} s", flush=True)  # fmt: skip
+    if not steps["shipped"]:
+        raise SystemExit("the shipped config's run failed: no baseline to compare with")
+    tables = {name: stage_table(s) for name, s in steps.items() if s}
     print(format_tables(tables))
     (workdir / "real_model_step.json").write_text(json.dumps(tables, indent=1) + "\n")
     print(f"runs, logs and the table (real_model_step.json) in {workdir}")

@@ -8,7 +8,8 @@ judgement slots, 4 of them empty: 12 judgements, 12 / 16 * 3600 = 2700 an hour.
 Step B: 100 tokens in 4.0 s (25); 80 in 2.0 s (40); update 7.0 s: forward+backward 5.5 s
 (180 / 5.5 = 32.727...); a 14 s step, no empty slot: 16 / 14 * 3600 = 4114.29 an hour.
 Medians of the two: generate 3.0 s at 37.5 tok/s, judge 3.0 s at 30 tok/s,
-forward+backward 6.5 s at 28.36 tok/s, the step 15 s at 3407.14 judgements an hour.
+forward+backward 6.5 s at 28.36 tok/s, the step 15 s at 3407.14 judgements an hour and
+(16 slots a step) (3600 + 4114.29) / 2 = 3857.14 slots an hour.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def test_each_stage_is_timed_and_rated_from_the_log(
     assert table["forward+backward"]["rate"] == pytest.approx((24.0 + 180 / 5.5) / 2)
     assert table["whole step"]["seconds"] == 15.0
     assert table["whole step"]["rate"] == pytest.approx((2700.0 + 16 / 14 * 3600) / 2)
+    # the step's capacity: 16 slots a step, whether the judge had a pair for each or not
+    assert table["step capacity"]["rate"] == pytest.approx((3600.0 + 16 / 14 * 3600) / 2)
     faster = {name: {"seconds": c["seconds"], "rate": c["rate"] and 2 * c["rate"]}
               for name, c in table.items()}  # fmt: skip
     text = bench.format_tables({"shipped": table, "faster": faster})

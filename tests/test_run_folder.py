@@ -106,3 +106,13 @@ def test_float16_on_cpu_is_refused_before_any_work(tmp_path: Path) -> None:
     proc = _train("--out", str(tmp_path / "run"), "--set", "model.dtype=float16", "--dry-run")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "model.dtype" in proc.stderr and "float16 on CPU" in proc.stderr
+
+
+def test_bf16_mixed_precision_on_cpu_is_refused_before_any_work(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: bf16 mixed precision is allowed")
+    proc = _train("--out", str(tmp_path / "run"), "--set", "batch.bf16=true", "--dry-run")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "batch.bf16" in proc.stderr and "model.dtype" in proc.stderr

@@ -115,6 +115,12 @@ def resolve_plan(
             ["float16 on CPU: torch emulates its matmuls there (3.8x slower than float32 on "
              "the tiny config); use float32, or bfloat16 (auto picks it where the CPU has it)"],
         )  # fmt: skip
+    if device.endswith(" x cpu") and cfg.batch.bf16:
+        raise ConfigError(
+            "batch.bf16",
+            ["bf16 mixed precision is for GPUs (transformers refuses it on CPU): on CPU the "
+             "precision is model.dtype (auto: bfloat16 where the CPU computes it natively)"],
+        )  # fmt: skip
     g_gen, g_ver = cfg.rollout.solutions_per_problem, cfg.rollout.judgements_per_problem
     max_sol, max_judge = cfg.sampling.solution.max_tokens, cfg.sampling.judgement.max_tokens
     return RunPlan(

@@ -74,7 +74,11 @@ def cpu_colocate(args: Any, dtype: str = "float32") -> Iterator[bool]:
     original = vllm_generation.LLM
 
     def llm(*a: Any, **kwargs: Any) -> Any:
-        max_len = kwargs.get("max_model_len") or 0
+        # without chunked prefill a batch holds a whole sequence: room for the longest one,
+        # the model's own context when engine.max_model_len leaves it open
+        max_len = kwargs.get("max_model_len") or _model_context(
+            kwargs.get("model", a[0] if a else None)
+        )
         kwargs.update(dtype=dtype, enforce_eager=True, enable_chunked_prefill=False)
         kwargs["max_num_batched_tokens"] = max(kwargs.get("max_num_batched_tokens") or 0, max_len)
         return original(*a, **kwargs)
@@ -85,6 +89,16 @@ def cpu_colocate(args: Any, dtype: str = "float32") -> Iterator[bool]:
             yield True
     finally:
         vllm_generation.LLM = original
+
+
+def _model_context(model: Any) -> int:
+    """The model folder's context length (``max_position_embeddings``; 0 when unknown)."""
+    if model is None:
+        return 0
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(str(model))
+    return int(getattr(config, "max_position_embeddings", 0) or 0)
 
 
 def _retie_lm_head(model: torch.nn.Module) -> bool:

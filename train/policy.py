@@ -4,8 +4,9 @@
 ``model.path`` when no model is there; ``warm_start.steps > 0`` then fine-tunes it on the
 conversations the data source or the recipe provides, into ``RUN/warm_start``
 (``pairrl.train.warm_start``). Only the main process builds; the others wait for it
-(``main_process_first``) and read the result. A ``model.path`` naming a ``.gguf`` file (or ``smollm2``) trains the plain folder
-``pairrl.model_source`` converts it into (the main process converts; the others reuse).
+(``main_process_first``) and read the result. A ``model.path`` naming a ``.gguf`` file
+(or ``smollm2``) trains the plain folder ``pairrl.model_source`` converts it into (the
+main process converts; the others reuse).
 """
 
 from __future__ import annotations

@@ -178,9 +178,9 @@ def warm_start(
     forwards, narrow rows and wide rows, each cut to its own widest row (the same loss up
     to float rounding, in less time when lengths differ). ``gradient_checkpointing``
     follows the model config (TRL's own default is on, which costs a recompute per step
-    that a small model does not need). With ``show_progress``, one progress bar and the step dicts in ``out_dir``'s
-    ``warm_start_log.jsonl`` instead of the console. Returns ``{"steps", "first_loss",
-    "last_loss", "wall_s", "out_dir"}``.
+    that a small model does not need). With ``show_progress``, one progress bar and the
+    step dicts in ``out_dir``'s ``warm_start_log.jsonl`` instead of the console. Returns
+    ``{"steps", "first_loss", "last_loss", "wall_s", "out_dir"}``.
     """
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer

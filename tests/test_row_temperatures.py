@@ -20,10 +20,9 @@ import torch
 from trainer_stub import loss_trainer
 
 from pairrl.config import ConfigError
-from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED
+from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, TEMPERATURE_COLUMN, UNLABELLED
 from pairrl.train.config import LossConfig
 from pairrl.train.row_temperatures import (
-    ROW_TEMPERATURE,
     bias_free_head,
     check_scorable,
     mixed,
@@ -88,7 +87,7 @@ def batch(tiny_model_dir: Path) -> dict[str, torch.Tensor]:
         "completion_mask": completion_mask,
         "advantages": torch.tensor(ADVANTAGES),
         "num_items_in_batch": completion_mask.sum().float(),
-        ROW_TEMPERATURE: torch.tensor([TEMPERATURES[t] for t in TYPES]),
+        TEMPERATURE_COLUMN: torch.tensor([TEMPERATURES[t] for t in TYPES]),
     }
 
 
@@ -136,9 +135,9 @@ def test_each_rollout_row_is_scored_at_the_temperature_it_was_drawn_at(
     the rollout reported in the scope the trainer opened around TRL's call."""
     real = batch["completion_mask"].bool()
     with torch.no_grad(), scoring_rows():
-        report_rollout_temperatures(batch[ROW_TEMPERATURE].tolist())
+        report_rollout_temperatures(batch[TEMPERATURE_COLUMN].tolist())
         got = _trainer_logps(_trainer(CHUNKINGS[chunking]), model, batch)
-        expected = _by_hand(model, batch, batch[ROW_TEMPERATURE])
+        expected = _by_hand(model, batch, batch[TEMPERATURE_COLUMN])
         at_trainer_temperature = _by_hand(model, batch, torch.ones(len(TYPES)))
     torch.testing.assert_close(got[real], expected[real], **VALUES)
     assert not got[~real].any()
@@ -162,9 +161,9 @@ def test_gradients_are_those_of_each_rows_own_temperature(
         return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
     trainer = _trainer(CHUNKINGS[chunking])
-    with scoring_rows(batch[ROW_TEMPERATURE]):  # as compute_loss opens it
+    with scoring_rows(batch[TEMPERATURE_COLUMN]):  # as compute_loss opens it
         ours = grads(_trainer_logps(trainer, model, batch))
-    expected = grads(_by_hand(model, batch, batch[ROW_TEMPERATURE]))
+    expected = grads(_by_hand(model, batch, batch[TEMPERATURE_COLUMN]))
     wrong = grads(_by_hand(model, batch, torch.ones(len(TYPES))))
     assert ours.keys() == expected.keys()
     for name, grad in ours.items():
@@ -181,10 +180,10 @@ def test_the_loss_scores_the_micro_batch_at_its_rows_temperatures(model: Any, ba
     order = torch.tensor([3, 0, 5, 1, 4, 2])
     part = {k: v[order] if v.dim() else v for k, v in batch.items()}
     with torch.no_grad():
-        part["old_per_token_logps"] = _by_hand(model, part, part[ROW_TEMPERATURE])
+        part["old_per_token_logps"] = _by_hand(model, part, part[TEMPERATURE_COLUMN])
     loss = _trainer(CHUNKINGS["one_forward"]).compute_loss(model, part)
     assert loss.item() == pytest.approx(2 / 21, abs=1e-6)
-    without = {k: v for k, v in part.items() if k != ROW_TEMPERATURE}
+    without = {k: v for k, v in part.items() if k != TEMPERATURE_COLUMN}
     with pytest.raises(RuntimeError, match="no 'pairrl_temperature' column"):
         _trainer(CHUNKINGS["one_forward"]).compute_loss(model, without)
     assert _trainer(LossConfig(), None).compute_loss(model, without).item() != pytest.approx(

@@ -30,11 +30,10 @@ import pytest
 import torch
 
 from pairrl.config import parse_config
-from pairrl.rollout.layout import RECORD_COLUMN, STATS_COLUMN, RowRecord
+from pairrl.rollout.layout import RECORD_COLUMN, STATS_COLUMN, TEMPERATURE_COLUMN, RowRecord
 from pairrl.train import trainer as trainer_module
 from pairrl.train.config import TrainConfig
 from pairrl.train.row_temperatures import (
-    ROW_TEMPERATURE,
     sample_temperatures,
     scored_row_temperatures,
 )
@@ -79,7 +78,7 @@ def _inputs(process_index: int, temperatures: dict[str, float] | None = None) ->
     temperatures = temperatures or sample_temperatures(1.0, 1.0)
     stats = {"fillers": 0, "timings": {"generate": 1.5}}
     return [
-        {RECORD_COLUMN: r, ROW_TEMPERATURE: temperatures[r.sample_type], STATS_COLUMN: stats}
+        {RECORD_COLUMN: r, TEMPERATURE_COLUMN: temperatures[r.sample_type], STATS_COLUMN: stats}
         for r in PROCESS_ROWS[process_index]
     ]
 
@@ -125,7 +124,7 @@ def test_override_puts_pairrl_advantages_in_each_process_slice(
     assert metrics["time/generate_s"] == [1.5]
     # TRL's batch beyond the rollout: the stubbed parent's time, never below 0
     assert len(metrics["time/score_s"]) == 1 and metrics["time/score_s"][0] >= 0.0
-    assert output[ROW_TEMPERATURE].tolist() == [1.0] * 4  # one sampling temperature
+    assert output[TEMPERATURE_COLUMN].tolist() == [1.0] * 4  # one sampling temperature
 
 
 def test_trl_scores_the_fresh_rows_at_the_temperatures_the_rollout_reports(
@@ -172,7 +171,7 @@ def test_override_adds_each_rows_sampling_temperature(
         _inputs(process_index, sample_temperatures(1.0, 0.4))
     )
     expected = [[1.0, 1.0, 0.4, 0.4], [1.0, 1.0, 0.4, 1.0]][process_index]
-    assert output[ROW_TEMPERATURE].tolist() == pytest.approx(expected)
+    assert output[TEMPERATURE_COLUMN].tolist() == pytest.approx(expected)
 
 
 def test_override_refuses_records_that_do_not_match_the_batch(

@@ -8,13 +8,13 @@ of a distribution it was not drawn from: its gradient is that of ``log softmax(l
 instead of ``log softmax(logits / 0.4)``, and any importance ratio against the sampler's
 log-probabilities is off.
 
-So the rollout gives each row its temperature (its extra column ``ROW_TEMPERATURE``), the
-trainer puts it in the batch (shuffled and split with the rows), and the chunked LM head
-(``pairrl.train.chunked_logps``) divides each row's hidden states by it: for a head without
-a bias, ``W h / T = W (h / T)``, so rows of any temperature share each forward and each head
-call. Where the chunked head is not used (several processes, DeepSpeed or FSDP, a head with
-a bias or logit transforms), two temperatures are refused when the trainer is built; one
-temperature is TRL's own path.
+So the rollout gives each row its temperature (its extra column ``TEMPERATURE_COLUMN``,
+``pairrl.rollout.layout``), the trainer puts it in the batch (shuffled and split with the
+rows), and the chunked LM head (``pairrl.train.chunked_logps``) divides each row's hidden
+states by it: for a head without a bias, ``W h / T = W (h / T)``, so rows of any
+temperature share each forward and each head call. Where the chunked head is not used
+(several processes, DeepSpeed or FSDP, a head with a bias or logit transforms), two
+temperatures are refused when the trainer is built; one temperature is TRL's own path.
 
 TRL's log-prob method receives token ids only, so the temperatures of the rows it scores
 reach it through a scope around TRL's call (``scoring_rows``): the micro-batch's column in
@@ -34,11 +34,10 @@ from typing import Any
 import torch
 
 from pairrl.config import ConfigError
-from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, TEMPERATURE_COLUMN, UNLABELLED
+from pairrl.rollout.layout import JUDGEMENT, NO_PAIR, SOLUTION, UNLABELLED
 from pairrl.train.chunked_logps import plain_lm_head
 
 __all__ = [
-    "ROW_TEMPERATURE",
     "bias_free_head",
     "check_scorable",
     "mixed",
@@ -48,9 +47,6 @@ __all__ = [
     "scoring_rows",
     "scoring_temperatures",
 ]
-
-# the batch column that carries each row's sampling temperature through TRL's shuffle and split
-ROW_TEMPERATURE = TEMPERATURE_COLUMN
 
 
 def sample_temperatures(solution: float, judgement: float) -> dict[str, float]:

@@ -73,7 +73,13 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from pairrl.rollout.config import RewardConfig
-from pairrl.rollout.layout import RECORD_COLUMN, STATS_COLUMN, RowRecord, check_group_order
+from pairrl.rollout.layout import (
+    RECORD_COLUMN,
+    STATS_COLUMN,
+    TEMPERATURE_COLUMN,
+    RowRecord,
+    check_group_order,
+)
 from pairrl.rollout.pairrl_rollout import PairRLRollout
 from pairrl.train.advantages import compute_advantages, sample_type_weights
 from pairrl.train.checkpoints import AtomicCheckpoints
@@ -83,7 +89,6 @@ from pairrl.train.metrics import advantage_metrics, step_metrics
 from pairrl.train.padding import forward_in_buckets
 from pairrl.train.resume import PassSeededSampler
 from pairrl.train.row_temperatures import (
-    ROW_TEMPERATURE,
     bias_free_head,
     check_scorable,
     mixed,
@@ -141,7 +146,7 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
 
         def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
             out = pairrl_rollout(prompts, trainer)
-            report_rollout_temperatures(out[ROW_TEMPERATURE])  # for TRL's scoring of the rows
+            report_rollout_temperatures(out[TEMPERATURE_COLUMN])  # for TRL's scoring of the rows
             return out
 
         with cpu_colocate(grpo_args, dtype=dtype) as on_cpu:
@@ -183,8 +188,8 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
             dtype=torch.float32,
             device=output["advantages"].device,
         )
-        output[ROW_TEMPERATURE] = torch.tensor(  # shuffled and split with the rows
-            [row[ROW_TEMPERATURE] for row in inputs], device=output["advantages"].device
+        output[TEMPERATURE_COLUMN] = torch.tensor(  # shuffled and split with the rows
+            [row[TEMPERATURE_COLUMN] for row in inputs], device=output["advantages"].device
         )
         self._replace_logged_advantages(advantages)
         return output
@@ -248,9 +253,9 @@ class PairRLTrainer(AtomicCheckpoints, GRPOTrainer):
         self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **kwargs: Any
     ) -> torch.Tensor:
         """TRL's loss, its rows scored at their own sampling temperatures."""
-        if self.mixed_temperatures and ROW_TEMPERATURE not in inputs:
-            raise RuntimeError(f"the micro-batch has no {ROW_TEMPERATURE!r} column")
-        with scoring_rows(inputs.get(ROW_TEMPERATURE)):
+        if self.mixed_temperatures and TEMPERATURE_COLUMN not in inputs:
+            raise RuntimeError(f"the micro-batch has no {TEMPERATURE_COLUMN!r} column")
+        with scoring_rows(inputs.get(TEMPERATURE_COLUMN)):
             return super().compute_loss(model, inputs, return_outputs=return_outputs, **kwargs)
 
     def _get_per_token_logps_and_entropies(

@@ -70,6 +70,7 @@ pairrl eval configs/eval_math_tiny_cpu.yaml --tasks runs/tiny_math.parquet --set
 .venv/bin/python benchmarks/toy_ablation.py --evaluate-from runs/toy_ablation --out runs/toy_ablation_eval | ablation
 .venv/bin/pairrl experiment configs/smollm2_cpu.yaml --out runs/smollm2 | real_model_job
 .venv/bin/pairrl experiment configs/smollm2_cpu.yaml --out runs/smollm2-s1 --set seed=1 | real_model_job
+.venv/bin/pairrl experiment configs/smollm2_cpu.yaml --out runs/smollm2-probe --set heldout_probe.every_steps=5 | probed_real_model_job
 pairrl eval --tasks ../shared/data/HumanEval.jsonl.gz --pool ../shared/data/pools/humaneval_codegeex13b_adapt_n15.jsonl --k 15 --limit 40 --out runs/eval/he --strict | run humaneval_pool
 pairrl eval configs/eval_tiny_cpu.yaml --strict | run tiny_eval
 pairrl eval gate runs/eval/he --strict | run humaneval_pool
@@ -135,6 +136,7 @@ main_job | - | test_recipe_toy_pipeline.py::test_main_job_end_to_end_and_eval_re
 after_main_job | - | test_recipe_toy_pipeline.py::test_main_job_end_to_end_and_eval_reproduces_it | reads the main job's run (several minutes)
 ablation | - | test_toy_ablation.py::test_the_children_of_jobs_n_are_told_to_write_no_tables | three main jobs: about 16 min on 2 cores
 real_model_job | - | test_recipe_smollm2_job.py::test_the_real_model_job_runs_end_to_end_and_its_judge_parses | the real-model job: about 40 min on 2 cores
+probed_real_model_job | - | test_heldout_probe.py::test_a_training_run_probes_at_its_start_every_n_steps_and_at_its_end | the real-model job with its judge probed every 5 steps: about an hour on 2 cores
 after_real_model_job | - | test_recipe_smollm2_job.py::test_the_pool_benchmark_runs_with_the_jobs_judge | reads runs/sa0 (and runs/sa1), the 40-minute real-model job's runs
 real_model_eval | - | test_eval_real_model_config.py::test_real_model_config_runs_every_comparison_on_the_tiny_model | reads runs/sa0, the 40-minute real-model job's run, then samples and judges for 7 min on 2 cores
 eight_gpus | gpu | test_train_config.py::test_paper_recipe_values | 8 GPUs of 80 GB and Qwen3-4B from the model hub (network)

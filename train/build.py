@@ -11,6 +11,7 @@ from typing import Any
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import PromptKit
 from pairrl.train.config import TrainConfig
+from pairrl.train.heldout_probe import ProbePair
 
 __all__ = ["Training", "build_training"]
 
@@ -63,8 +64,10 @@ def build_training(
     tasks: list[Task],
     prompts: PromptKit,
     policy_path: str,
+    probe_pairs: list[ProbePair] | None = None,
 ) -> Training:
-    """The rollout (with its executor) and the trainer built around it."""
+    """The rollout (with its executor) and the trainer built around it; with
+    ``probe_pairs``, the held-out judge probe (``pairrl.train.probe_callback``)."""
     from pairrl.rollout.pairrl_rollout import PairRLRollout
     from pairrl.rollout.trl_generation import TRLGenerator
     from pairrl.train.checkpoint_on_signal import CheckpointOnSignal
@@ -113,6 +116,13 @@ def build_training(
         dtype=cfg.model.resolved_dtype(),
     )
     timer.trainer = trainer
+    if probe_pairs:
+        from pairrl.train.probe_callback import HeldoutJudgeProbe
+
+        probe = cfg.heldout_probe
+        judge_probe = HeldoutJudgeProbe(probe_pairs, probe.every_steps, run_dir, probe.batch_size)
+        judge_probe.trainer = trainer
+        trainer.add_callback(judge_probe)
     quiet_tied_head_warning(trainer.model)  # every resume of a tied model would warn
     use_tolerant_wandb(trainer)  # a W&B failure (its helper killed by a stop) costs no step
     if cfg.logging.console == "progress":

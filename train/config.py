@@ -24,6 +24,7 @@ from pairrl.rollout.config import (
     SamplingConfig,
 )
 from pairrl.rollout.recipe import RecipeConfig
+from pairrl.train.heldout_probe import HeldoutProbeConfig
 from pairrl.train.lora import LoraConfig
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "DataConfig",
     "EngineConfig",
     "ExecutorConfig",
+    "HeldoutProbeConfig",
     "LoggingConfig",
     "LoraConfig",
     "LossConfig",
@@ -360,6 +362,9 @@ class TrainConfig(PairrlModel):
     checkpoint: CheckpointConfig = Field(
         default_factory=CheckpointConfig, description="checkpointing"
     )
+    heldout_probe: HeldoutProbeConfig = Field(
+        default_factory=HeldoutProbeConfig, description="the judge on held-out pairs, per N steps"
+    )
     recipe: RecipeConfig | None = Field(
         default=None, description="the recipe that supplies tasks and prompts (data.source recipe)"
     )
@@ -380,5 +385,11 @@ class TrainConfig(PairrlModel):
         if (self.data.source == "recipe") != (self.recipe is not None):
             raise ValueError(
                 "data.source 'recipe' and a `recipe` section go together: set both or neither"
+            )
+        probe = self.heldout_probe
+        if probe.every_steps and probe.pairs_file is None and self.recipe is None:
+            raise ValueError(
+                "heldout_probe.every_steps needs held-out pairs: a recipe that builds them "
+                "(data.source recipe) or heldout_probe.pairs_file"
             )
         return self

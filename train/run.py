@@ -24,11 +24,18 @@ from typing import Any
 
 from pairrl.config import ConfigError
 from pairrl.cpu_floats import denormals_flushed
+from pairrl.errors import InputError
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Messages, PromptKit
 from pairrl.train.build import Training, build_training
 from pairrl.train.checkpoints import checkpoint_folders, copy_model_files, publish_folder
 from pairrl.train.config import TrainConfig
+from pairrl.train.heldout_probe import (
+    PAIRS_FILE,
+    ProbePair,
+    read_probe_pairs,
+    write_probe_pairs,
+)
 from pairrl.train.plan import RunPlan, grpo_config_kwargs
 from pairrl.train.policy import Policy, prepare_policy
 from pairrl.train.resume import CONFIG_RECORD, ResumePoint, resume_point
@@ -200,7 +207,13 @@ class TrainingRun:
         cfg, setup, policy = self.cfg, self.setup, self.warm_start()
         source = self._sources()
         training = build_training(
-            cfg, setup.args, setup.run_dir, source.tasks, source.prompts, policy.path
+            cfg,
+            setup.args,
+            setup.run_dir,
+            source.tasks,
+            source.prompts,
+            policy.path,
+            probe_pairs=self.probe_pairs(),
         )
         trainer = training.trainer
         started = time.perf_counter()
@@ -225,6 +238,28 @@ class TrainingRun:
             cfg, setup, self._sources(), policy, training, wall, self.started_at
         )
         return summary
+
+    def probe_pairs(self) -> list[ProbePair] | None:
+        """The held-out judge probe's pairs, on the main process when the config asks for
+        a probe: ``heldout_probe.pairs_file``, else the run's own ``RUN/heldout_pairs.jsonl``
+        (built by the recipe from the warm-started policy's candidates, once)."""
+        probe = self.cfg.heldout_probe
+        if not probe.every_steps or not self.is_main:
+            return None
+        if probe.pairs_file is not None:
+            return read_probe_pairs(Path(probe.pairs_file))
+        saved = self.run_dir / PAIRS_FILE
+        if not saved.is_file():
+            build = self._sources().family.heldout_probe_pairs  # type: ignore[attr-defined]
+            pairs = build(self.cfg.seed, self.warm_start().path, probe.max_pairs)
+            if not pairs:
+                raise InputError(
+                    "the held-out probe found no two distinct candidates of one held-out "
+                    "task to pair: raise the recipe's candidates per task, or set "
+                    "heldout_probe.every_steps 0"
+                )
+            write_probe_pairs(saved, pairs)
+        return read_probe_pairs(saved)
 
 
 def _train(trainer: Any, setup: _Setup) -> None:

@@ -72,7 +72,9 @@ class Recipe(TaskRecipe, Protocol):
     (``TaskRecipe``) and warm-start data, each given the recipe's validated options.
     Optional: ``run_experiment(run, cfg, options)``, the experiment ``pairrl experiment``
     runs on an open ``pairrl.train.run.TrainingRun`` (e.g. baselines beside the training and
-    a benchmark after it), returning the run's summary."""
+    a benchmark after it), returning the run's summary; ``heldout_probe_pairs(cfg,
+    options, seed, model, max_pairs)``, the held-out judge probe's pairs
+    (``pairrl.train.heldout_probe``), candidates of ``model`` on the held-out tasks."""
 
     def warm_start_conversations(
         self, cfg: TrainConfig, options: Any, seed: int, tasks: Sequence[Task]
@@ -195,6 +197,16 @@ class RecipeFamily:
 
     def warm_start_conversations(self, seed: int, tasks: Sequence[Task]) -> list[Messages]:
         return self.recipe.warm_start_conversations(self.cfg, self.options, seed, tasks)
+
+    def heldout_probe_pairs(self, seed: int, model: str, max_pairs: int) -> list[Any]:
+        """The recipe's held-out probe pairs (``pairrl.train.heldout_probe.ProbePair``)."""
+        build = getattr(self.recipe, "heldout_probe_pairs", None)
+        if build is None:
+            raise InputError(
+                f"recipe {self.name} builds no held-out probe pairs: set "
+                "heldout_probe.pairs_file, or heldout_probe.every_steps 0"
+            )
+        return build(self.cfg, self.options, seed, model, max_pairs)
 
 
 def task_family(cfg: TrainConfig) -> TaskFamily:

@@ -27,6 +27,7 @@ from typing import Any
 from pairrl.eval.config import EvalConfig
 from pairrl.recipes.comparison.options import EVALUATION_ONLY, ComparisonOptions
 from pairrl.train.config import TrainConfig
+from pairrl.train.heldout_probe import PAIRS_FILE
 
 __all__ = [
     "SHARED_POOL_MODEL",
@@ -56,7 +57,8 @@ def train_baselines(
     for name in options.baselines:
         if name == cfg.rollout.mode:
             continue
-        baseline = baseline_config(cfg, options, name, warm_start_dir)
+        pairs = run_dir / PAIRS_FILE if cfg.heldout_probe.every_steps else None
+        baseline = baseline_config(cfg, options, name, warm_start_dir, probe_pairs=pairs)
         folder = baseline_folder(run_dir, name)
         out[name] = _finished_baseline(baseline, folder) or _train_baseline(baseline, folder)
     return out
@@ -78,9 +80,14 @@ def trained_models(cfg: TrainConfig, options: ComparisonOptions, run_dir: Path) 
 
 
 def baseline_config(
-    cfg: TrainConfig, options: ComparisonOptions, name: str, warm_start_dir: Path
+    cfg: TrainConfig,
+    options: ComparisonOptions,
+    name: str,
+    warm_start_dir: Path,
+    probe_pairs: Path | None = None,
 ) -> Any:
-    """The main run's config with the baseline's mode (and group size), from the warm start."""
+    """The main run's config with the baseline's mode (and group size), from the warm start;
+    probed on the main run's held-out pairs (``probe_pairs``: its ``heldout_pairs.jsonl``)."""
     mode, _, group = name.partition("@")
     rollout = {**cfg.rollout.model_dump(), "mode": mode}
     if group:
@@ -97,6 +104,9 @@ def baseline_config(
             "recipe": cfg.recipe.model_copy(update={"options": base_options.model_dump()}),
             "logging": cfg.logging.model_copy(
                 update={"run_name": f"{cfg.logging.run_name}-{name}"}
+            ),
+            "heldout_probe": cfg.heldout_probe.model_copy(
+                update={"pairs_file": str(probe_pairs) if probe_pairs else None}
             ),
         }
     )
@@ -139,6 +149,7 @@ def _comparable(baseline: Any) -> dict[str, Any]:
     config = json.loads(json.dumps(data, default=str))  # a copy, in JSON's own types
     config["model"].pop("path", None)
     config["checkpoint"].pop("output_dir", None)
+    config.get("heldout_probe", {}).pop("pairs_file", None)
     for name in EVALUATION_ONLY:
         (config["recipe"].get("options") or {}).pop(name, None)
     return config

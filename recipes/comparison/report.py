@@ -13,7 +13,9 @@ runs (``beside``, ``experiment``), then writes:
   ``threads``: the torch threads of training and of the work beside it, fixed before the
   run); the benchmark runs' folders; ``libraries``, the versions the numbers were measured with.
 * ``demo.png``: both runs' training curves, the held-out bars, and the gains over GRPO
-  with their paired 95% intervals.
+  with their paired 95% intervals;
+* ``heldout_judge.png`` (with ``heldout_probe``): every trained model's judge on the same
+  held-out pairs over its steps (``heldout_curves``), also in ``summary.json``.
 """
 
 from __future__ import annotations
@@ -202,7 +204,12 @@ def finish(
 ) -> dict[str, Any]:
     """Baselines, benchmark runs, summary.json, demo.png, the table (see module docstring)."""
     from pairrl.recipes.comparison.beside import Beside
-    from pairrl.recipes.comparison.experiment import all_model_metrics, swiss_selector
+    from pairrl.recipes.comparison.experiment import (
+        all_model_metrics,
+        baseline_folder,
+        swiss_selector,
+    )
+    from pairrl.recipes.comparison.heldout_curves import heldout_curves, plot_heldout_curves
     from pairrl.versions import library_versions
 
     mode = cfg.rollout.mode
@@ -219,6 +226,8 @@ def finish(
     metrics = all_model_metrics(evals, models, options)
     curves = {mode: curves_from_log_history(run.log_history)}
     curves.update({m: curves_from_log_history(b["log_history"]) for m, b in baselines.items()})
+    probed = {mode: run.run_dir, **{m: baseline_folder(run.run_dir, m) for m in baselines}}
+    probe_curves = heldout_curves(probed)
     wall = {
         "warm_start": run.wall_s.get("warm_start"),
         f"train_{mode}": run.wall_s.get("train"),
@@ -245,6 +254,7 @@ def finish(
             metrics, mode, run.run_dir / "eval", swiss_selector(options)
         ),
         "curves": curves,
+        "heldout_judge_curves": probe_curves,  # {} without heldout_probe
         "wall_s": wall,
         "side_by_side": beside.side_by_side,
         "threads": beside.threads,
@@ -253,6 +263,10 @@ def finish(
     }
     (run.run_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
     plot_demo(run.run_dir / "demo.png", summary)
+    if probe_curves:
+        names = {name: label(name) for name in probe_curves}
+        title = f"the judge on held-out pairs, seed {cfg.seed}"
+        plot_heldout_curves(run.run_dir / "heldout_judge.png", probe_curves, names, title)
     table = format_table(summary)
     (run.run_dir / "table.txt").write_text(table + "\n")
     print(table)

@@ -34,6 +34,7 @@ class ComparisonExperiment:
                 f"the {self.task.title} experiment compares against its warm start: "
                 "warm_start.steps must be above 0"
             )
+        run.probe_pairs()  # built before the baselines start: they are probed on the same
         with self._beside(run, cfg, options, policy.warm_start_dir) as beside:
             summary = run.train()
             if run.finished is not None and run.is_main:

@@ -64,12 +64,13 @@ def sample_completions(
     seed: int,
     engine: str,
     dtype: str = "auto",
+    stage: str = "warm start",
 ) -> list[list[str]]:
     """``n`` sampled solutions per task from ``model`` (a folder, ``.gguf`` file or
     ``smollm2``), with ``engine`` ``vllm`` (in-process) or ``hf`` (transformers) in
     ``dtype`` (``auto``: ``pairrl.cpu_dtype.local_dtype``), in a child process, so that the
     engine's memory is the system's again before training starts; failed samples are empty
-    strings."""
+    strings. ``stage`` names the work in the progress lines."""
     import multiprocessing
 
     from pairrl.child_process import start_worker
@@ -82,9 +83,9 @@ def sample_completions(
     # the sampler ends with this process, however it ends (pairrl.child_process)
     spawn = multiprocessing.get_context("spawn")
     with spawn.Pool(1, initializer=start_worker, initargs=(os.getpid(),)) as pool:
-        texts = pool.apply(_sample, (model, prompts, n, settings, engine, dtype))
+        texts = pool.apply(_sample, (model, prompts, n, settings, engine, dtype, stage))
     print(
-        f"[pairrl] warm start: sampled {n} x {len(tasks)} solutions with {engine} ({dtype}) in "
+        f"[pairrl] {stage}: sampled {n} x {len(tasks)} solutions with {engine} ({dtype}) in "
         f"{time.perf_counter() - started:.0f} s (start-up included)",
         flush=True,
     )
@@ -92,7 +93,13 @@ def sample_completions(
 
 
 def _sample(
-    model: str, prompts: list[Any], n: int, settings: dict[str, Any], engine: str, dtype: str
+    model: str,
+    prompts: list[Any],
+    n: int,
+    settings: dict[str, Any],
+    engine: str,
+    dtype: str,
+    stage: str,
 ) -> list[list[str]]:
     from pairrl.rollout.samplers.base import SamplingParams
 
@@ -109,7 +116,7 @@ def _sample(
 
     sampling = SamplingParams(**settings)
     texts: list[list[str]] = []
-    with bar("warm start: sample", len(prompts)) as shown:
+    with bar(f"{stage}: sample", len(prompts)) as shown:
         for start in range(0, len(prompts), SAMPLE_CHUNK):
             chunk = sampler.generate(prompts[start : start + SAMPLE_CHUNK], n, sampling)
             texts += [[c.text if c.error is None else "" for c in row] for row in chunk]

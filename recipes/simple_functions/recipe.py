@@ -15,6 +15,7 @@ from pairrl.recipes.simple_functions.config import SimpleFunctionOptions
 from pairrl.recipes.simple_functions.tasks import split_tasks
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import Messages, PromptKit
+from pairrl.train.heldout_probe import ProbePair
 
 __all__ = ["SIMPLE_FUNCTIONS", "SimpleFunctionRecipe"]
 
@@ -89,6 +90,38 @@ class SimpleFunctionRecipe(ComparisonExperiment):
         )
         _report_samples(completions, labelled, len(conversations))
         return conversations
+
+    def heldout_probe_pairs(
+        self, cfg: Any, options: SimpleFunctionOptions, seed: int, model: str, max_pairs: int
+    ) -> list[ProbePair]:
+        """The held-out judge probe's pairs: ``eval_k`` samples of ``model`` per held-out
+        task at the benchmark's temperature (the kind of candidates its shared pool holds),
+        their distinct first blocks labelled by execution and paired
+        (``pairrl.train.heldout_probe``); the benchmark's temperature and length."""
+        from pairrl.recipes.simple_functions.conversations import label_blocks, sample_completions
+        from pairrl.recipes.simple_functions.prompts import solution_text
+        from pairrl.train.heldout_probe import build_probe_pairs
+
+        tasks, kit = self.heldout_tasks(options), self.prompt_kit(options)
+        completions = sample_completions(
+            model,
+            tasks,
+            kit,
+            n=options.eval_k,
+            temperature=options.eval_temperature or cfg.sampling.solution.temperature,
+            max_tokens=cfg.sampling.solution.max_tokens,
+            seed=seed,
+            engine=options.warm_sample_engine,
+            dtype=options.warm_sample_dtype,
+            stage="held-out probe",
+        )
+        executor = cfg.executor.build()
+        try:
+            labelled = label_blocks(tasks, completions, executor)
+        finally:
+            executor.close()
+        candidates = [[(solution_text(b.code), b.passed) for b in row] for row in labelled]
+        return build_probe_pairs(tasks, candidates, kit.pairwise, seed=seed, max_pairs=max_pairs)
 
 
 def _report_samples(

@@ -225,3 +225,19 @@ def test_the_experiments_curves_come_from_each_runs_probe_log(tmp_path: Path) ->
     assert curves["grpo"]["mixed_order_accuracy"] == [None, None]  # absent: no point drawn
     figure = plot_heldout_curves(tmp_path / "c.png", curves, {"pairrl": "PairRL"}, "t")
     assert figure.stat().st_size > 1000
+
+
+def test_no_probe_once_the_run_was_asked_to_stop(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from pairrl.train.probe_callback import HeldoutJudgeProbe
+
+    asked = [False]
+    probe = HeldoutJudgeProbe([], 5, tmp_path, 4, stopping=lambda: asked[0])
+    state = SimpleNamespace(global_step=10, max_steps=12, is_world_process_zero=True)
+    assert probe._due(state)
+    assert not probe._due(SimpleNamespace(**{**vars(state), "global_step": 11}))
+    assert probe._due(SimpleNamespace(**{**vars(state), "global_step": 12}))  # the last step
+    assert not probe._due(SimpleNamespace(**{**vars(state), "is_world_process_zero": False}))
+    asked[0] = True  # the stop's checkpoint comes first; a resumed run probes the step
+    assert not probe._due(state)

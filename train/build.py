@@ -120,7 +120,13 @@ def build_training(
         from pairrl.train.probe_callback import HeldoutJudgeProbe
 
         probe = cfg.heldout_probe
-        judge_probe = HeldoutJudgeProbe(probe_pairs, probe.every_steps, run_dir, probe.batch_size)
+        judge_probe = HeldoutJudgeProbe(
+            probe_pairs,
+            probe.every_steps,
+            run_dir,
+            probe.batch_size,
+            stopping=lambda: on_signal.received is not None,
+        )
         judge_probe.trainer = trainer
         trainer.add_callback(judge_probe)
     quiet_tied_head_warning(trainer.model)  # every resume of a tied model would warn

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ from transformers import TrainerCallback
 from pairrl.rewards import normalise_rating
 from pairrl.rollout.prompts import continuation
 from pairrl.rollout.readouts import JudgeFailure, score_expected_ratings
-from pairrl.train.checkpoint_on_signal import stop_received
 from pairrl.train.heldout_probe import PROBE_LOG, ProbePair, probe_metrics, read_probe_log
 
 __all__ = ["HeldoutJudgeProbe", "probe_scores"]
@@ -49,9 +48,15 @@ class HeldoutJudgeProbe(TrainerCallback):
     the trainer exists."""
 
     def __init__(
-        self, pairs: Sequence[ProbePair], every_steps: int, run_dir: Path, batch_size: int
+        self,
+        pairs: Sequence[ProbePair],
+        every_steps: int,
+        run_dir: Path,
+        batch_size: int,
+        stopping: Callable[[], bool],
     ) -> None:
         self.pairs, self.every_steps, self.batch_size = list(pairs), every_steps, batch_size
+        self.stopping = stopping  # whether this run was asked to stop (its signal handler)
         self.log = run_dir / PROBE_LOG
         self.trainer: Any = None
         self._sampler: Any = None
@@ -62,7 +67,7 @@ class HeldoutJudgeProbe(TrainerCallback):
         stop's checkpoint comes first; a resumed run probes a step it skipped)."""
         step = state.global_step
         on_schedule = step % self.every_steps == 0 or step == state.max_steps
-        return state.is_world_process_zero and on_schedule and stop_received() is None
+        return state.is_world_process_zero and on_schedule and not self.stopping()
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         done = {row["step"] for row in read_probe_log(self.log)}

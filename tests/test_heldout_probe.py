@@ -71,6 +71,7 @@ def test_the_probe_numbers_match_a_hand_worked_example() -> None:
     assert found["same_label_balanced_accuracy"] == pytest.approx(0.75)
     assert found["mixed_order_accuracy"] == pytest.approx(0.5)
     assert found["judge_yes_rate"] == pytest.approx(0.5)
+    assert found["mean_score"] == pytest.approx(4.0 / 8)  # 0.9 + 0.2 + ... + 0.4 = 4.0
     assert (found["pairs"], found["mixed_pairs"], found["failed_items"]) == (4, 2, 0)
     # a tie counts one half; a failed read-out leaves its pair out of the order accuracy
     tie = probe_metrics(pairs[:2], [(0.6, 0.6), (None, 0.9)])

@@ -11,8 +11,9 @@ the other slot.
 
 Item quality (balanced accuracy, AUROC, yes-rate, failed items) has its one definition in
 ``pairrl.rollout.judge_quality``; the probe reports it over all items and per pair type
-(``mixed``: one candidate passes; ``same_label``: both or neither), and, on mixed pairs,
-how often the passing candidate is rated above the failing one (ties count one half).
+(``mixed``: one candidate passes; ``same_label``: both or neither), on mixed pairs how
+often the passing candidate is rated above the failing one (ties count one half), and the
+mean score, where a drift of every rating shows before it crosses the yes cut.
 
 The pairs are built once per run from the recipe's held-out tasks (``build_probe_pairs``),
 written to ``RUN/heldout_pairs.jsonl`` and read from there by a resumed run and by an
@@ -143,15 +144,16 @@ def probe_metrics(
     scored (0.7, 0.6) and a same-label pair (fail, fail) scored (0.1, None). Items judged:
     yes for 0.9, 0.7, 0.6; no for 0.2, 0.1; one failed. Positives 0.9 and 0.6 both "yes":
     TPR 1; negatives 0.2, 0.7, 0.1: TNR 2/3; balanced accuracy 5/6. Mixed pairs: TPR 1,
-    TNR 1/2, 0.75; the passing candidate above the failing one in 1 of 2 pairs: 0.5.
+    TNR 1/2, 0.75; the passing candidate above the failing one in 1 of 2 pairs: 0.5. The
+    mean score of the five items read: 2.5 / 5.
 
     >>> fail_pass = ProbePair("t", [], [], False, True)
     >>> pairs = [ProbePair("t", [], [], True, False), fail_pass, ProbePair("t", [], [], False, False)]
     >>> m = probe_metrics(pairs, [(0.9, 0.2), (0.7, 0.6), (0.1, None)])
     >>> round(m["judge_balanced_accuracy"], 4), m["mixed_balanced_accuracy"], m["mixed_order_accuracy"]
     (0.8333, 0.75, 0.5)
-    >>> m["failed_items"], m["same_label_balanced_accuracy"], m["pairs"]
-    (1, None, 3)
+    >>> m["failed_items"], m["same_label_balanced_accuracy"], m["pairs"], m["mean_score"]
+    (1, None, 3, 0.5)
     """
     if len(pairs) != len(scores):
         raise ValueError(f"{len(pairs)} pairs but {len(scores)} score pairs")
@@ -166,6 +168,7 @@ def probe_metrics(
     same_at = [i for i, p in enumerate(pairs) if not p.mixed]
     ordered = [_passing_first(pairs[i], scores[i]) for i in mixed_at]
     judged = [o for o in ordered if o is not None]
+    read = [v for pair in scores for v in pair if v is not None]
     return {
         "pairs": len(pairs),
         "mixed_pairs": len(mixed_at),
@@ -176,6 +179,7 @@ def probe_metrics(
         "mixed_balanced_accuracy": items(mixed_at)["balanced_accuracy"],
         "same_label_balanced_accuracy": items(same_at)["balanced_accuracy"],
         "mixed_order_accuracy": sum(judged) / len(judged) if judged else None,
+        "mean_score": sum(read) / len(read) if read else None,
     }
 
 

@@ -22,6 +22,7 @@ CURVE_PANELS = (
     ("same_label_balanced_accuracy", "balanced accuracy, same-label pairs"),
     ("mixed_order_accuracy", "mixed pairs: passing one rated above"),
     ("judge_yes_rate", "yes-rate"),
+    ("mean_score", "mean score (rating - 1) / 9"),
 )
 
 
@@ -46,8 +47,12 @@ def plot_heldout_curves(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(CURVE_PANELS), figsize=(4 * len(CURVE_PANELS), 3.6))
-    for ax, (key, panel) in zip(axes, CURVE_PANELS, strict=True):
+    columns = (len(CURVE_PANELS) + 1) // 2
+    fig, axes = plt.subplots(2, columns, figsize=(4.5 * columns, 7), squeeze=False)
+    panels = list(axes.flat)
+    for ax in panels[len(CURVE_PANELS) :]:
+        ax.set_axis_off()
+    for ax, (key, panel) in zip(panels[: len(CURVE_PANELS)], CURVE_PANELS, strict=True):
         drawn = 0
         for name, curve in curves.items():
             points = [

@@ -169,6 +169,8 @@ def test_resume_lets_through_the_fields_that_may_change_and_reports_them(tmp_pat
         "checkpoint.every_steps=3",
         "engine.server_host=10.0.0.7",
         "executor.workers=1",
+        "heldout_probe.every_steps=2",
+        "heldout_probe.pairs_file=p.jsonl",
     )
     point = resume_point(changed, tmp_path)
     assert point.checkpoint == tmp_path / "checkpoint-2" and point.skipped == []
@@ -179,6 +181,8 @@ def test_resume_lets_through_the_fields_that_may_change_and_reports_them(tmp_pat
         "checkpoint.every_steps",
         "engine.server_host",
         "executor.workers",
+        "heldout_probe.every_steps",
+        "heldout_probe.pairs_file",
     }
 
 

@@ -51,6 +51,7 @@ MAY_CHANGE_ON_RESUME: dict[str, str] = {
     "loss.logits_chunk_tokens": "memory only (the same loss up to float rounding)",
     "model.gradient_checkpointing": "memory only",
     "executor.workers": "sandbox parallelism only",
+    "heldout_probe.*": "what is measured on held-out pairs, not what a step computes",
 }
 
 

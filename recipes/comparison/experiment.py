@@ -142,14 +142,15 @@ def _comparable(baseline: Any) -> dict[str, Any]:
     training: the fields that only spell folders, ``model.path`` (a baseline always starts
     from its own run's warm start, ``RUN/warm_start``) and ``checkpoint.output_dir`` (a
     baseline trains into ``RUN/baselines/<mode>`` whatever it says), since the same run
-    folder may be spelled ``runs/toy``, ``./runs/toy`` or absolute on another launch; and
+    folder may be spelled ``runs/toy``, ``./runs/toy`` or absolute on another launch;
+    ``heldout_probe`` (it measures the judge, it does not change the training); and
     the recipe's evaluation-only options (``EVALUATION_ONLY``: a job run again to evaluate
     with another k keeps its baselines)."""
     data = baseline if isinstance(baseline, dict) else baseline.model_dump()
     config = json.loads(json.dumps(data, default=str))  # a copy, in JSON's own types
     config["model"].pop("path", None)
     config["checkpoint"].pop("output_dir", None)
-    config.get("heldout_probe", {}).pop("pairs_file", None)
+    config.pop("heldout_probe", None)  # it measures; it does not change the training
     for name in EVALUATION_ONLY:
         (config["recipe"].get("options") or {}).pop(name, None)
     return config

@@ -11,7 +11,7 @@ from typing import Any
 from pairrl.rewards.tasks import Task
 from pairrl.rollout.prompt_kit import PromptKit
 from pairrl.train.config import TrainConfig
-from pairrl.train.heldout_probe import ProbePair
+from pairrl.train.heldout_probe import HeldoutProbeConfig, ProbePair
 
 __all__ = ["Training", "build_training"]
 
@@ -117,18 +117,7 @@ def build_training(
     )
     timer.trainer = trainer
     if probe_pairs:
-        from pairrl.train.probe_callback import HeldoutJudgeProbe
-
-        probe = cfg.heldout_probe
-        judge_probe = HeldoutJudgeProbe(
-            probe_pairs,
-            probe.every_steps,
-            run_dir,
-            probe.batch_size,
-            stopping=lambda: on_signal.received is not None,
-        )
-        judge_probe.trainer = trainer
-        trainer.add_callback(judge_probe)
+        _add_judge_probe(trainer, cfg.heldout_probe, probe_pairs, run_dir, on_signal)
     quiet_tied_head_warning(trainer.model)  # every resume of a tied model would warn
     use_tolerant_wandb(trainer)  # a W&B failure (its helper killed by a stop) costs no step
     if cfg.logging.console == "progress":
@@ -138,3 +127,25 @@ def build_training(
         label = f"train ({cfg.rollout.mode})"
         trainer.add_callback(StepProgress(label, run_dir / "train_log.jsonl"))
     return Training(trainer, executor, on_signal, len(tasks_by_prompt), duplicates)
+
+
+def _add_judge_probe(
+    trainer: Any,
+    probe: HeldoutProbeConfig,
+    pairs: list[ProbePair],
+    run_dir: Path,
+    on_signal: Any,
+) -> None:
+    """The held-out judge probe (``pairrl.train.probe_callback``) on ``trainer``; it skips
+    its probe once ``on_signal`` (the run's ``CheckpointOnSignal``) has a stop."""
+    from pairrl.train.probe_callback import HeldoutJudgeProbe
+
+    judge_probe = HeldoutJudgeProbe(
+        pairs,
+        probe.every_steps,
+        run_dir,
+        probe.batch_size,
+        stopping=lambda: on_signal.received is not None,
+    )
+    judge_probe.trainer = trainer
+    trainer.add_callback(judge_probe)
